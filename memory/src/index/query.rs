@@ -239,9 +239,10 @@ pub(crate) struct ParsedText {
 }
 
 impl ParsedText {
-    /// The parts that can match, for highlighting.
-    pub(crate) fn positive_parts(&self) -> impl Iterator<Item = &Part> {
-        self.must.iter().flatten().flatten()
+    /// The alternatives that can match, each a conjunction of parts, for
+    /// highlighting.
+    pub(crate) fn positive_alternatives(&self) -> impl Iterator<Item = &[Part]> {
+        self.must.iter().flatten().map(Vec::as_slice)
     }
 }
 

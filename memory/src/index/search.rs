@@ -386,7 +386,7 @@ fn search_in(
             }
         });
     let (top, total) = searcher.search(&tantivy_query, &(by_score_then_gid, Count))?;
-    let snippets = Snippets::new(&searcher, fields.text, text.positive_parts())?;
+    let snippets = Snippets::new(&searcher, fields.text, text.positive_alternatives())?;
     let hits = top
         .into_iter()
         .map(|((score, _), address)| hit(&searcher, &fields, &snippets, score, address))

@@ -83,6 +83,8 @@ struct Match {
     /// Byte ranges of its terms in the text.
     marks: Vec<Range<usize>>,
     weight: f32,
+    /// Its pattern, an index into [`Snippets::patterns`].
+    pattern: usize,
 }
 
 /// A candidate fragment: tokens `first..=last`, text bytes `start..stop`.
@@ -97,48 +99,58 @@ struct Fragment {
 /// Builds snippets for the hits of one query.
 pub(crate) struct Snippets {
     patterns: Vec<Pattern>,
+    /// The query's alternatives that can match, each the indices of its
+    /// parts' patterns: a text's matches of an alternative are marked only
+    /// when every part of it matches in that text.
+    alternatives: Vec<Vec<usize>>,
 }
 
 impl Snippets {
-    /// A generator marking matches of `parts` (the positive parts of the
-    /// query) in `field`. A part with a term no document has cannot match
-    /// and is left out.
+    /// A generator marking matches of `alternatives` (the positive
+    /// alternatives of the query, each a conjunction of parts) in
+    /// `field`. A part with a term no document has cannot match: its
+    /// alternative is left out. An alternative is marked in a text only
+    /// where all its parts match: `供应商 OR 明天的雨` marked the `的` and
+    /// `明天` of a text without `雨` (QA, 2026-12-05).
     pub(crate) fn new<'a>(
         searcher: &Searcher,
         field: Field,
-        parts: impl Iterator<Item = &'a Part>,
+        alternatives: impl Iterator<Item = &'a [Part]>,
     ) -> tantivy::Result<Self> {
         let mut term_weights: HashMap<&str, Option<f32>> = HashMap::new();
-        let mut seen: Vec<&Part> = Vec::new();
+        // each part's pattern (`None`: it cannot match)
+        let mut seen: Vec<(&Part, Option<usize>)> = Vec::new();
         let mut patterns = Vec::new();
-        for part in parts {
-            if seen.contains(&part) {
-                continue;
-            }
-            seen.push(part);
-            let terms: Vec<(usize, &str)> = match part {
-                Part::Term(t) => vec![(0, t.as_str())],
-                Part::Phrase(terms) => terms.iter().map(|(o, t)| (*o, t.as_str())).collect(),
-            };
-            let mut weight = Some(0.0);
-            for &(_, text) in &terms {
-                let term_weight = match term_weights.get(text) {
-                    Some(w) => *w,
+        let mut live = Vec::new();
+        for alternative in alternatives {
+            let mut indices = Vec::with_capacity(alternative.len());
+            for part in alternative {
+                let index = match seen.iter().find(|(p, _)| *p == part) {
+                    Some((_, index)) => *index,
                     None => {
-                        let doc_freq = searcher.doc_freq(&Term::from_field_text(field, text))?;
-                        let w = (doc_freq > 0).then(|| 1.0 / (1.0 + doc_freq as f32));
-                        term_weights.insert(text, w);
-                        w
+                        let index =
+                            pattern_of(searcher, field, part, &mut term_weights)?.map(|pattern| {
+                                patterns.push(pattern);
+                                patterns.len() - 1
+                            });
+                        seen.push((part, index));
+                        index
                     }
                 };
-                weight = weight.zip(term_weight).map(|(a, b)| a + b);
+                indices.extend(index);
+                if index.is_none() {
+                    indices.clear();
+                    break;
+                }
             }
-            if let Some(weight) = weight {
-                let terms = terms.into_iter().map(|(o, t)| (o, t.to_owned())).collect();
-                patterns.push(Pattern { terms, weight });
+            if !indices.is_empty() {
+                live.push(indices);
             }
         }
-        Ok(Self { patterns })
+        Ok(Self {
+            patterns,
+            alternatives: live,
+        })
     }
 
     /// The snippet of `text`.
@@ -199,7 +211,7 @@ impl Snippets {
             .collect();
         let mut out = Vec::new();
         for token in tokens {
-            for pattern in &self.patterns {
+            for (index, pattern) in self.patterns.iter().enumerate() {
                 if pattern.terms.first().is_none_or(|(_, t)| *t != token.text) {
                     continue;
                 }
@@ -222,12 +234,59 @@ impl Snippets {
                         .map(|&i| tokens[i].offset_from..tokens[i].offset_to)
                         .collect(),
                     weight: pattern.weight,
+                    pattern: index,
                 });
             }
         }
+        // only the alternatives all of whose parts match in this text
+        let found: Vec<bool> = (0..self.patterns.len())
+            .map(|p| out.iter().any(|m| m.pattern == p))
+            .collect();
+        let mut marked = vec![false; self.patterns.len()];
+        for alternative in &self.alternatives {
+            if alternative.iter().all(|&p| found.get(p) == Some(&true)) {
+                for &p in alternative {
+                    if let Some(slot) = marked.get_mut(p) {
+                        *slot = true;
+                    }
+                }
+            }
+        }
+        out.retain(|m| marked.get(m.pattern) == Some(&true));
         out.sort_by_key(|m| (m.first, m.last));
         out
     }
+}
+
+/// The pattern of `part`, weighted by how rare its terms are (`None`
+/// when one of them is in no document: it cannot match).
+fn pattern_of<'a>(
+    searcher: &Searcher,
+    field: Field,
+    part: &'a Part,
+    term_weights: &mut HashMap<&'a str, Option<f32>>,
+) -> tantivy::Result<Option<Pattern>> {
+    let terms: Vec<(usize, &str)> = match part {
+        Part::Term(t) => vec![(0, t.as_str())],
+        Part::Phrase(terms) => terms.iter().map(|(o, t)| (*o, t.as_str())).collect(),
+    };
+    let mut weight = Some(0.0);
+    for &(_, text) in &terms {
+        let term_weight = match term_weights.get(text) {
+            Some(w) => *w,
+            None => {
+                let doc_freq = searcher.doc_freq(&Term::from_field_text(field, text))?;
+                let w = (doc_freq > 0).then(|| 1.0 / (1.0 + doc_freq as f32));
+                term_weights.insert(text, w);
+                w
+            }
+        };
+        weight = weight.zip(term_weight).map(|(a, b)| a + b);
+    }
+    Ok(weight.map(|weight| Pattern {
+        terms: terms.into_iter().map(|(o, t)| (o, t.to_owned())).collect(),
+        weight,
+    }))
 }
 
 /// The tokens of a text as the index has them.

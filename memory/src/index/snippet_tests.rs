@@ -106,3 +106,50 @@ fn a_match_near_the_end_keeps_a_fragments_worth_of_context() -> TestResult {
     assert!(snippet.contains("供应商的准入管理"), "{snippet}");
     Ok(())
 }
+
+/// Regression (QA, 2026-12-05): an `OR` alternative that did not match
+/// the text had its words marked where they stood alone: `供应商 OR
+/// 明天的雨` marked `的` and `明天` in a text without `雨`. Only the
+/// alternatives all of whose parts match in the text are marked; an
+/// alternative that does match is marked whole.
+#[test]
+fn only_the_alternatives_that_match_are_marked() -> TestResult {
+    let text = "我们的供应商被排除了，明天讨论";
+    let other = "明天的雨很大";
+    assert_eq!(
+        snippet_of(&[text, "无关"], "供应商 OR 明天的雨")?,
+        "我们的«供应商»被排除了，明天讨论"
+    );
+    assert_eq!(
+        snippet_of(&[text, "无关"], "供应商 OR 我们的猫")?,
+        "我们的«供应商»被排除了，明天讨论"
+    );
+    assert_eq!(
+        snippet_of(
+            &["kookaburra 大家好 today", "无关"],
+            "kookaburra OR 大家都好吗"
+        )?,
+        "«kookaburra» 大家好 today"
+    );
+    // the alternative that matches is marked, all of it
+    let hit = {
+        let mut docs = Docs::new()?;
+        docs.add(text)?;
+        docs.add(other)?;
+        docs.commit()?;
+        docs.search(SearchQuery::new("供应商 OR 明天的雨"))?
+    };
+    assert_eq!(hit.total, 2);
+    let snippets: Vec<&str> = hit.hits.iter().map(|h| h.snippet.as_str()).collect();
+    assert!(
+        snippets.contains(&"我们的«供应商»被排除了，明天讨论"),
+        "{snippets:?}"
+    );
+    assert!(
+        snippets
+            .iter()
+            .any(|s| s.contains("«明天»«的»«雨»") || s.contains("«明天的雨»")),
+        "{snippets:?}"
+    );
+    Ok(())
+}
