@@ -101,9 +101,12 @@ fn assert_private_kept(requests: &[Value], run: &[Value]) {
 }
 
 /// The tester's case: alice's `a1` fills its own profile in her DM; in a
-/// room with bob's `b1`, bob's messages make `a1` remember a fact there
+/// room with bob's `b1`, bob's messages make `a1` remember facts there
 /// (the answer says no counts), then one more that does not fit: the
-/// refusal offers only the room's fact, never a private one.
+/// refusal offers only the room's facts, never a private one, and only
+/// those long enough to make room when replaced (QA, 2026-12-05: a short
+/// one was offered, and replacing it was refused again); with none, it
+/// says the owner can make room.
 #[tokio::test]
 async fn a_full_profile_in_a_shared_room_quotes_nothing_private() {
     let server = OpenAiServer::builder().responder(model).start().await;
@@ -114,30 +117,36 @@ async fn a_full_profile_in_a_shared_room_quotes_nothing_private() {
     )
     .start()
     .await;
-    for n in 1..=7 {
+    for n in 1..=6 {
         alice_tells(&host, &private_fact(n)).await;
     }
     open_mixed_room(&host).await;
 
-    // a fact that fits: remembered, with no count of the profile
-    let (requests, run) = bob_says(&host, &server, &format!("@a1 remember <<{STANDUP}>>")).await;
-    assert_private_kept(&requests, &run);
-    let added = results(&requests);
-    assert!(
-        added.iter().any(|r| r.starts_with("Remembered as m-")),
-        "{added:#?}"
-    );
-    let standup = added
-        .iter()
-        .find_map(|r| r.strip_prefix("Remembered as "))
-        .and_then(|r| r.get(..14))
-        .unwrap()
-        .to_owned();
+    // facts that fit: remembered, with no count of the profile
+    let long = format!("ROOM: {}", "plans ".repeat(42));
+    let mut ids = Vec::new();
+    for fact in [STANDUP, long.as_str()] {
+        let (requests, run) = bob_says(&host, &server, &format!("@a1 remember <<{fact}>>")).await;
+        assert_private_kept(&requests, &run);
+        let added = results(&requests);
+        // (the room's earlier results are in the context too: the newest)
+        let id = added
+            .iter()
+            .rev()
+            .find_map(|r| r.strip_prefix("Remembered as "))
+            .and_then(|r| r.get(..14))
+            .unwrap_or_else(|| panic!("{added:#?}"))
+            .to_owned();
+        ids.push(id);
+    }
+    let (standup, long_id) = (ids[0].clone(), ids[1].clone());
 
-    // the profile is full: 8 × 470 characters of private facts and the
-    // room's fact leave no room for 430 more
-    alice_tells(&host, &private_fact(8)).await;
-    let big = format!("ROOM: {}", "agenda ".repeat(60));
+    // 7 × 470 characters of private facts and the room's 31 + 258 leave
+    // 421 free: 490 more lack 69, which replacing the long room fact
+    // frees, and the short one does not
+    alice_tells(&host, &private_fact(7)).await;
+    let big = format!("ROOM: {}", "agenda ".repeat(69));
+    assert_eq!(big.chars().count(), 489);
     let (requests, run) = bob_says(&host, &server, &format!("@a1 remember <<{big}>>")).await;
     assert_private_kept(&requests, &run);
     let refused = results(&requests);
@@ -147,7 +156,26 @@ async fn a_full_profile_in_a_shared_room_quotes_nothing_private() {
         .unwrap_or_else(|| panic!("no refusal: {refused:#?}"));
     assert!(
         refusal.contains("no room for this in the profile of your own memory")
-            && refusal.contains(&format!("{standup} \"{STANDUP}\"")),
+            && refusal.contains(&long_id)
+            && !refusal.contains(&standup),
+        "{refusal}"
+    );
+
+    // a private fact more: no room fact is long enough
+    let shorter = format!("{PRIVATE} 8 {}", "secret ".repeat(41));
+    alice_tells(&host, &shorter).await;
+    let (requests, run) = bob_says(&host, &server, &format!("@a1 remember <<{big}>>")).await;
+    assert_private_kept(&requests, &run);
+    let refused = results(&requests);
+    let refusal = refused
+        .iter()
+        .rev()
+        .find(|r| r.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no refusal: {refused:#?}"));
+    assert!(
+        refusal.contains("you remembered nothing in this room's profile that could make room")
+            && !refusal.contains(&long_id)
+            && !refusal.contains(&standup),
         "{refusal}"
     );
     host.shutdown().await;

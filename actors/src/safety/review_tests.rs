@@ -254,9 +254,15 @@ const ASK: &[(&str, &str)] = &[
         "pushes to evil.example",
     ),
     // credentials reached by a pattern the shell expands (QA, 2026-12-05)
-    ("cat .s*/*", "reads SSH keys (the pattern .s*/* reaches them)"),
+    (
+        "cat .s*/*",
+        "reads SSH keys (the pattern .s*/* reaches them)",
+    ),
     ("ls .[e]nv; cat .[e]nv", "an environment file with secrets"),
-    ("find . -name 'id_*' -exec cat {} +", "reads a credentials file"),
+    (
+        "find . -name 'id_*' -exec cat {} +",
+        "reads a credentials file",
+    ),
     // a remote pointed at such a host, pushed to by its name (QA,
     // 2026-12-05: asked nothing, in one command or two)
     (

@@ -47,14 +47,36 @@ pub(super) async fn refused(
         return refusal_error(r);
     };
     match r {
-        MemoryRefusal::ProfileFull { scope, .. } => {
-            room_full(ctx, scope, Layer::Profile, room, replacing).await
+        MemoryRefusal::ProfileFull {
+            scope,
+            chars,
+            max_chars,
+            needed,
+            ..
+        } => {
+            let short = (chars + needed).saturating_sub(*max_chars);
+            let full = Full {
+                scope,
+                layer: Layer::Profile,
+                short,
+            };
+            room_full(ctx, &full, room, replacing).await
         }
         MemoryRefusal::LogFull { scope, .. } => {
-            room_full(ctx, scope, Layer::Log, room, replacing).await
+            let full = Full {
+                scope,
+                layer: Layer::Log,
+                short: 0,
+            };
+            room_full(ctx, &full, room, replacing).await
         }
         MemoryRefusal::NotesFull { scope, .. } => {
-            room_full(ctx, scope, Layer::Notes, room, replacing).await
+            let full = Full {
+                scope,
+                layer: Layer::Notes,
+                short: 0,
+            };
+            room_full(ctx, &full, room, replacing).await
         }
         // Forget is not offered in a shared room
         MemoryRefusal::Twin { twin, .. } => ToolError::new(
@@ -162,23 +184,34 @@ fn listed<'a>(items: impl Iterator<Item = (&'a MemoryId, &'a str)>) -> String {
         .join("; ")
 }
 
-/// A full `layer` of `scope` (the bot's own: nothing else is written in a
+/// A full layer: whose, which, and how many characters the write lacks
+/// (a profile's; 0 when only the count of items is at its limit).
+struct Full<'a> {
+    scope: &'a MemoryScope,
+    layer: Layer,
+    short: usize,
+}
+
+/// A full layer of the bot's own scope (nothing else is written in a
 /// shared room) answered in `room`: no counts, and only the items
-/// remembered in that room offered for replacing.
+/// remembered in that room offered for replacing, those whose length
+/// makes room for the write (replacing one frees its own length only:
+/// the room was offered two short facts neither of which could, and each
+/// replace was refused again; QA, 2026-12-05).
 async fn room_full(
     ctx: &ToolContext<'_>,
-    scope: &MemoryScope,
-    layer: Layer,
+    full: &Full<'_>,
     room: &str,
     replacing: Option<&MemoryId>,
 ) -> ToolError {
     let p = prompts();
-    let layer_name = layer.to_string();
+    let layer_name = full.layer.to_string();
     let message = p
         .memory_full_room
         .render(&[("layer", &layer_name)])
         .unwrap_or_default();
-    let items = room_items(ctx, scope, layer, room, replacing).await;
+    let mut items = room_items(ctx, full.scope, full.layer, room, replacing).await;
+    items.retain(|i| i.text.chars().count() >= full.short);
     let hint = if items.is_empty() {
         p.memory_full_room_none.render(&[("layer", &layer_name)])
     } else {
