@@ -420,6 +420,14 @@ impl Assembler {
             if self
                 .calls
                 .get(&key)
+                .is_some_and(|call| repeats_call(call, &part))
+            {
+                touched.push(key);
+                continue;
+            }
+            if self
+                .calls
+                .get(&key)
                 .is_some_and(|call| starts_new_call(call, &part))
             {
                 key = match part.index {
@@ -594,7 +602,15 @@ impl Assembler {
 /// arguments) or are already a whole JSON object and the piece brings
 /// arguments of its own (a server repeating the name with an empty
 /// piece continues the call).
+///
+/// Not a new call: a name for a call that has none yet (a server that
+/// sends the name after the first arguments: the call was split in two,
+/// QA 2026-12-05), or a piece of only whitespace (a trailing `"\n"` that
+/// repeated the id and name made a phantom call with no arguments).
 fn starts_new_call(call: &PartialCall, part: &ToolCallPart) -> bool {
+    if only_whitespace(part) {
+        return false;
+    }
     if let Some(id) = part.id.as_deref()
         && !id.is_empty()
         && !call.id.is_empty()
@@ -611,13 +627,46 @@ fn starts_new_call(call: &PartialCall, part: &ToolCallPart) -> bool {
     let Some(name) = function.name.as_deref().filter(|name| !name.is_empty()) else {
         return false;
     };
-    if call.arguments.is_empty() {
+    if call.arguments.is_empty() || call.name.is_empty() {
         return false;
     }
     if name != call.name {
         return true;
     }
     brings_arguments(part) && is_whole_object(&call.arguments)
+}
+
+/// Whether `part` brings arguments that are only whitespace.
+fn only_whitespace(part: &ToolCallPart) -> bool {
+    matches!(
+        part.function.as_ref().and_then(|f| f.arguments.as_ref()),
+        Some(Value::String(fragment)) if !fragment.is_empty() && fragment.trim().is_empty()
+    )
+}
+
+/// Whether `part` is `call` sent again whole: the same id, no other name,
+/// and the same arguments, which are a whole JSON object. A server that
+/// repeats a finished call in its last chunk had it run twice (QA,
+/// 2026-12-05: a Shell command ran twice). Ids tell calls apart, so two
+/// calls with one id are one call.
+fn repeats_call(call: &PartialCall, part: &ToolCallPart) -> bool {
+    let same_id = part
+        .id
+        .as_deref()
+        .is_some_and(|id| !id.is_empty() && id == call.id);
+    let Some(function) = &part.function else {
+        return false;
+    };
+    let same_name = function
+        .name
+        .as_deref()
+        .is_none_or(|name| name.is_empty() || name == call.name);
+    let same_arguments = match function.arguments.as_ref() {
+        Some(Value::String(fragment)) => fragment.trim() == call.arguments.trim(),
+        Some(Value::Null) | None => false,
+        Some(object) => serde_json::from_str::<Value>(&call.arguments).is_ok_and(|v| v == *object),
+    };
+    same_id && same_name && same_arguments && is_whole_object(&call.arguments)
 }
 
 /// Whether `part` brings some of its call's arguments.

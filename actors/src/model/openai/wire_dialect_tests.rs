@@ -345,3 +345,89 @@ fn arguments_at_the_next_index_without_id_or_name_continue_the_call() {
         vec![triple("x", "A", "{}"), triple("y", "B", "{}")]
     );
 }
+
+fn finish() -> Value {
+    stop("tool_calls")
+}
+
+/// Regression (QA, 2026-12-05): a server that sends a call's name after
+/// its first arguments, or after all of them, had the call split in two
+/// broken ones (`missing_function_name {"text` and `SendMessage ": …`).
+#[test]
+fn a_name_that_comes_after_the_arguments_names_the_call() {
+    for chunks in [
+        vec![
+            piece(json!({"index": 0, "id": "c1", "type": "function",
+                         "function": {"arguments": "{\"text"}})),
+            piece(json!({"index": 0, "type": "function",
+                         "function": {"name": "SendMessage", "arguments": "\": \"hi\"}"}})),
+            finish(),
+        ],
+        vec![
+            piece(json!({"index": 0, "id": "c1", "type": "function",
+                         "function": {"arguments": "{\"text\": \"hi\"}"}})),
+            piece(json!({"index": 0, "function": {"name": "SendMessage"}})),
+            finish(),
+        ],
+    ] {
+        assert_eq!(
+            calls_of(assemble(chunks).unwrap()),
+            vec![(
+                "c1".to_owned(),
+                "SendMessage".to_owned(),
+                r#"{"text": "hi"}"#.to_owned()
+            )]
+        );
+    }
+}
+
+/// Regression (QA, 2026-12-05): a server that sends a finished call again
+/// whole in its last chunk (same id, name and arguments) had it run twice.
+#[test]
+fn a_call_sent_again_whole_is_one_call() {
+    let args = r#"{"command": "echo once >> runs.txt"}"#;
+    let chunks = vec![
+        piece(json!({"index": 0, "id": "call_1", "type": "function",
+                     "function": {"name": "Shell", "arguments": ""}})),
+        piece(json!({"index": 0, "type": "function", "function": {"arguments": args}})),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": "Shell", "arguments": args}}]},
+            "finish_reason": "tool_calls"}]}),
+    ];
+    assert_eq!(
+        calls_of(assemble(chunks).unwrap()),
+        vec![("call_1".to_owned(), "Shell".to_owned(), args.to_owned())]
+    );
+    // two calls at index 0 with other ids, or other arguments, stay two
+    let chunks = vec![
+        piece(json!({"index": 0, "id": "a", "type": "function",
+                     "function": {"name": "Shell", "arguments": args}})),
+        piece(json!({"index": 0, "id": "b", "type": "function",
+                     "function": {"name": "Shell", "arguments": args}})),
+        piece(json!({"index": 0, "type": "function",
+                     "function": {"name": "Shell", "arguments": r#"{"command": "ls"}"#}})),
+        finish(),
+    ];
+    assert_eq!(calls_of(assemble(chunks).unwrap()).len(), 3);
+}
+
+/// Regression (QA, 2026-12-05): a trailing piece of only whitespace that
+/// repeated the id and name made a phantom call with no arguments.
+#[test]
+fn a_piece_of_whitespace_continues_its_call() {
+    let call = |arguments: &str| {
+        piece(json!({"index": 0, "id": "call_r", "type": "function",
+                     "function": {"name": "Shell", "arguments": arguments}}))
+    };
+    let chunks = vec![
+        call("{\"command"),
+        call("\": \"echo x"),
+        call("\"}"),
+        call("\n"),
+        finish(),
+    ];
+    let calls = calls_of(assemble(chunks).unwrap());
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].2.trim(), r#"{"command": "echo x"}"#);
+}
