@@ -20,6 +20,7 @@ use super::openai_provider::options;
 use super::openai_provider::request;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
+use crate::support::openai_server::Endless;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 
@@ -229,6 +230,41 @@ async fn a_whole_answer_left_open_after_its_json_is_taken() {
 
 /// The answer came within `secs` seconds of `started`, from one request
 /// (not after `timeout`, nor by a retry); stops `server`.
+/// Regression (QA, 2026-12-05): a finished answer followed by keep-alive
+/// comments, with neither `[DONE]` nor the end of the body, was held until
+/// the call's whole time ran out and failed, the answer lost: each comment
+/// put off the short wait after the finish reason. The wait is counted
+/// from the finish reason; the answer is taken as it came.
+#[tokio::test]
+async fn a_heartbeat_after_the_finish_reason_does_not_hold_the_answer() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::endless(
+            Endless::HeartbeatAfterFinish,
+            Duration::from_millis(500),
+        ))
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        timeout: Duration::from_secs(60),
+        call_timeout: Duration::from_secs(20),
+        max_retries: 0,
+        stream_usage: false,
+        ..options(&server)
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let response = result.unwrap();
+    assert_eq!(
+        (
+            response.tool_calls.len(),
+            response.tool_calls[0].arguments.as_str()
+        ),
+        (1, r#"{"text": "hi"}"#)
+    );
+    assert_eq!(server.request_count(), 1);
+    server.shutdown().await;
+}
+
 async fn answered_once_within(server: OpenAiServer, started: Instant, secs: u64) {
     assert!(
         started.elapsed() < Duration::from_secs(secs),

@@ -491,6 +491,11 @@ impl OpenAiModel {
         // completion chunks read: an event that is none after some is the
         // server's corruption mid-answer, not the wrong URL
         let mut chunks = 0_usize;
+        // when the wait for the end after the finish reason ends: set once,
+        // so a comment (`: keep-alive`) does not put it off (QA,
+        // 2026-12-05: a finished answer followed by a heartbeat every 2 s
+        // was held to `call_timeout_s`, then failed, its reply lost)
+        let mut end_by: Option<Instant> = None;
         // the events of what is read so far (the start of the body, then
         // each piece) before the next piece is read
         loop {
@@ -535,7 +540,13 @@ impl OpenAiModel {
             } else {
                 self.options.timeout
             };
-            let bytes = match next_chunk(&mut response, cancel, Instant::now() + silence).await {
+            let until = if assembler.only_the_end_to_come() {
+                *end_by.get_or_insert_with(|| Instant::now() + silence)
+            } else {
+                end_by = None;
+                Instant::now() + silence
+            };
+            let bytes = match next_chunk(&mut response, cancel, until).await {
                 Ok(Some(bytes)) => bytes,
                 // The finish reason came; at most the usage chunk and
                 // `[DONE]` are missing.

@@ -23,6 +23,10 @@ pub enum Endless {
     Line,
     /// JSON (`application/json`): a completion whose `content` never ends.
     Text,
+    /// SSE: a whole answer (one SendMessage call, `hi`) with its finish
+    /// reason, then `: keep-alive` comments and never `[DONE]` nor the
+    /// end of the body (a proxy's heartbeat).
+    HeartbeatAfterFinish,
 }
 
 /// The response for `kind`, one piece every `pause` (a yield when zero).
@@ -50,6 +54,18 @@ pub(super) fn respond(kind: Endless, pause: Duration) -> Response {
             "text/event-stream",
             Vec::new(),
             Bytes::from_static(b": ping\n\n"),
+        ),
+        Endless::HeartbeatAfterFinish => (
+            "text/event-stream",
+            vec![
+                delta(json!({"role": "assistant", "content": ""})),
+                delta(json!({"tool_calls": [{"index": 0, "id": "call_hb", "type": "function",
+                    "function": {"name": "SendMessage", "arguments": "{\"text\": \"hi\"}"}}]})),
+                event(json!({"id": "chatcmpl-test", "object": "chat.completion.chunk",
+                    "created": 0, "model": "test-model",
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+            ],
+            Bytes::from_static(b": keep-alive\n\n"),
         ),
         Endless::Line => (
             "text/event-stream",
