@@ -81,7 +81,9 @@ impl StreamChunk {
 struct StreamChoice {
     #[serde(default)]
     index: Option<u32>,
-    #[serde(default)]
+    /// (`message` from a server that streams each choice whole, in one
+    /// chunk: it was taken for an empty answer, QA 2026-12-05)
+    #[serde(default, alias = "message")]
     delta: Option<Delta>,
     #[serde(default)]
     finish_reason: Option<String>,

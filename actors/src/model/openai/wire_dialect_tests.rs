@@ -431,3 +431,20 @@ fn a_piece_of_whitespace_continues_its_call() {
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].2.trim(), r#"{"command": "echo x"}"#);
 }
+
+/// Regression (QA, 2026-12-05): a streamed chunk that carries its choice
+/// as `message` (the whole answer in one chunk) was taken for an empty
+/// answer, and the turn ended undelivered.
+#[test]
+fn a_streamed_choice_sent_as_a_message_is_read() {
+    let chunks = vec![
+        json!({"choices": [{"index": 0, "message": {"role": "assistant",
+        "content": null, "tool_calls": [{"index": 0, "id": "m1", "type": "function",
+        "function": {"name": "SendMessage", "arguments": "{\"text\": \"hi\"}"}}]},
+        "finish_reason": "tool_calls"}]}),
+    ];
+    assert_eq!(
+        calls_of(assemble(chunks).unwrap()),
+        vec![triple("m1", "SendMessage", r#"{"text": "hi"}"#)]
+    );
+}
