@@ -197,8 +197,23 @@ pub(super) fn reported(error: &Value, redactor: &Redactor, options: &OpenAiOptio
     if let Some(rejected) = reported_rejection(error, &body, options) {
         return Failure::Final(rejected);
     }
+    // a rate limit reported inside a 200 answer (OpenRouter's
+    // `{"error": {"code": 429, …}}`) is waited out as a 429 status is,
+    // and named so: it was retried at once as an answer that broke off
+    // (QA, 2026-12-05)
+    if error.get("code").and_then(Value::as_u64) == Some(429) {
+        return Failure::Status {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            body: super::redact::escape_controls(&body),
+            retry_after: None,
+        };
+    }
     Failure::Broken {
-        detail: format!("{}: {}", SENT_AN_ERROR, error_message(error)),
+        detail: super::redact::escape_controls(&format!(
+            "{}: {}",
+            SENT_AN_ERROR,
+            error_message(error)
+        )),
     }
 }
 

@@ -259,3 +259,26 @@ fn other_refusals_of_these_servers_are_not_overflows() {
         assert_eq!(rejection(status(code), body, &o), None, "{code} {body}");
     }
 }
+
+/// Regression (QA, 2026-12-05): OpenRouter's rate limit inside a 200
+/// stream (`{"error": {"code": 429, …}}`) was retried at once as an
+/// answer that broke off, three times in a second, and the turn's error
+/// named a broken answer. It is a 429: waited out, and named so.
+#[test]
+fn a_rate_limit_reported_inside_an_answer_is_a_429() {
+    let error =
+        serde_json::json!({"code": 429, "message": "Rate limit exceeded: free-models-per-day"});
+    let failure = super::reported(&error, &super::Redactor::default(), &options(None));
+    let super::Failure::Status { status, body, .. } = &failure else {
+        panic!("{failure:?}");
+    };
+    assert_eq!(*status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(body.contains("Rate limit exceeded"), "{body}");
+    // an account out of credit stays final
+    let quota =
+        serde_json::json!({"code": 429, "type": "insufficient_quota", "message": "out of credit"});
+    assert!(matches!(
+        super::reported(&quota, &super::Redactor::default(), &options(None)),
+        super::Failure::Final(ModelError::QuotaExhausted { .. })
+    ));
+}
