@@ -107,6 +107,7 @@ mod memory_note_again;
 mod memory_restart;
 mod memory_small_budget;
 mod memory_update;
+mod memory_update_place;
 mod memory_view;
 mod message_indent;
 mod message_labels;

@@ -472,7 +472,8 @@ impl SessionTail {
     /// The messages of the next model request: open tool calls answered,
     /// then `memory_update` (memory changed inside the epoch), if any, as a
     /// user message at `at`. `at` is set by the turn's first request (its
-    /// end: right after the turn's inputs) and kept for the turn's later
+    /// end: right after the turn's inputs; or where the last request put
+    /// the same update, `update_anchor`) and kept for the turn's later
     /// steps, so the update stays put and the steps follow it. At the end
     /// of every request it read as a new message from the person after each
     /// tool result, and a model answered again at each step. The request
@@ -499,11 +500,23 @@ impl SessionTail {
         self.shaping.last_sent = self.sent_with(&sent) + update_tokens;
         self.shaping.last_replaced = sent.iter().map(|(&i, s)| (i, s.tokens)).collect();
         let messages = self.context.take_messages();
+        // a turn's first request puts the update where the last request
+        // put the same update (a turn before, in this epoch), else at its
+        // end; the turn's later steps keep it there. Put at each turn's
+        // end, it left the turn before's inputs in the next request
+        // without it: the request differed from the last from there on,
+        // at every turn until the next compaction (QA, 2026-12-05)
+        let anchor = self
+            .update_anchor
+            .as_ref()
+            .filter(|(i, text)| memory_update == Some(text.as_str()) && *i <= messages.len())
+            .map(|(i, _)| *i);
         let update = memory_update.map(|update| {
-            let i = (*at.get_or_insert(messages.len())).min(messages.len());
+            let i = (*at.get_or_insert(anchor.unwrap_or(messages.len()))).min(messages.len());
             *at = Some(i);
             (i, update.to_owned())
         });
+        self.update_anchor = update.clone();
         let (request, undo) = shape(messages, update, &sent, self.alternate);
         self.undo = Some(undo);
         request

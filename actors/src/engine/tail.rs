@@ -109,6 +109,14 @@ pub(crate) struct SessionTail {
     undo: Option<request::Undo>,
     /// The step's plan of what requests send, and the last one's tokens.
     shaping: request::Shaping,
+    /// The memory update as the last request sent it: its place among
+    /// the context's messages and its text. A later turn whose update is
+    /// the same text sends it at the same place, so its request begins
+    /// with the last one's messages (`request.rs`,
+    /// [`SessionTail::take_request`]). Forgotten where the context's
+    /// messages are rebuilt or its start cut (a load, a trim, a refreshed
+    /// state block), where places no longer hold.
+    update_anchor: Option<(usize, String)>,
 }
 
 /// What of a session a turn's context may hold (`tail_bound.rs`).
@@ -145,6 +153,7 @@ impl SessionTail {
             )),
             undo: None,
             shaping: request::Shaping::default(),
+            update_anchor: None,
         }
     }
 
@@ -192,6 +201,7 @@ impl SessionTail {
         }
         self.identity = identity.to_owned();
         self.refresh_state(state);
+        self.update_anchor = None;
         self.loaded_upto = Some(top);
         self.pushed.clear();
         self.since_load = 0;
@@ -434,6 +444,7 @@ impl SessionTail {
         }
         self.context = context;
         self.counted.clear();
+        self.update_anchor = None;
         self.loaded_upto = Some(entries.last().map(|e| e.seq).unwrap_or(last));
         self.pushed.clear();
         self.skipped.clear();
@@ -453,6 +464,9 @@ impl SessionTail {
     /// showed was forgotten): the system message changes, so the prompt
     /// prefix changes once; the entries stay.
     pub(crate) fn refresh_state(&mut self, state: &StateBlock) {
+        if self.state_hash != state.hash {
+            self.update_anchor = None;
+        }
         self.state = state.text.clone();
         self.state_hash = state.hash;
         self.state_shown = state.shown.clone();
