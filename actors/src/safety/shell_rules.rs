@@ -409,6 +409,9 @@ fn apply_git(review: GitReview, allow: &HostAllowlist, f: &mut Findings, depth: 
     for reason in review.asks {
         f.ask(reason);
     }
+    for address in &review.remotes {
+        shell_net::remote_address(address.as_deref(), allow, f);
+    }
     for code in review.code {
         walk(&parse(&code), allow, f, depth + 1);
     }
