@@ -505,7 +505,11 @@ async fn approval_stage(
     // Denied for this request: asked again, the person saw a second card
     // for what they had just refused
     if let Some(denied) = store
-        .denied_approval(&ctx.scope.session.owner, session, &fingerprint)
+        .denied_approval(
+            &ctx.scope.session.owner,
+            session,
+            (&fingerprint, &action.tool, &action.summary),
+        )
         .await
         .map_err(store_failed)?
     {

@@ -410,26 +410,36 @@ pub(crate) fn used_in_window(
 }
 
 /// The newest approval of `owner` in `session` for the exact action
-/// `fingerprint` that was denied, while its window lasts (the approval's
-/// TTL from the decision) and no user message came in `session` since
-/// it was asked. See `Store::denied_approval`.
+/// `fingerprint`, or one its card shows the same (`tool` and `summary`:
+/// `cat  .env` is summarised as `cat .env`), that was denied, while its
+/// window lasts (the approval's TTL from the decision) and no user
+/// message came in `session` since it was asked. See
+/// `Store::denied_approval`.
 pub(crate) fn denied_in_window(
     conn: &Connection,
     owner: &UserId,
     session: SessionId,
-    fingerprint: &str,
+    (fingerprint, tool, summary): (&str, &str, &str),
     now: i64,
 ) -> Result<Option<ApprovalRecord>> {
     Ok(query(
         conn,
         concat!(
-            "WHERE a.owner = ?1 AND a.session_id = ?2 AND a.fingerprint = ?3
+            "WHERE a.owner = ?1 AND a.session_id = ?2
+               AND (a.fingerprint = ?3 OR (a.tool = ?5 AND a.summary = ?6))
                AND a.status = 'denied' AND a.expires_at > ?4
                AND NOT ",
             newer_user_message!(),
             " ORDER BY a.decided_at DESC LIMIT 1"
         ),
-        params![owner.as_str(), session.to_string(), fingerprint, now],
+        params![
+            owner.as_str(),
+            session.to_string(),
+            fingerprint,
+            now,
+            tool,
+            summary
+        ],
     )?
     .into_iter()
     .next()

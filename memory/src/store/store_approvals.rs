@@ -94,17 +94,24 @@ impl Store {
     /// this request, so the same call is refused without asking again.
     /// A new card for it looked like a second chance, and approving it by
     /// mistake ran what they had just refused (QA, 2026-12-05).
+    ///
+    /// An action whose card reads the same (`tool` and `summary`) counts
+    /// as that action: `cat  .env` (two spaces) is another fingerprint,
+    /// but its card said `run \`cat .env\``, the one just denied.
     pub async fn denied_approval(
         &self,
         owner: &UserId,
         session: crate::ids::SessionId,
-        fingerprint: &str,
+        (fingerprint, tool, summary): (&str, &str, &str),
     ) -> Result<Option<crate::record::ApprovalRecord>> {
         let owner = owner.clone();
-        let fingerprint = fingerprint.to_owned();
+        let action = (fingerprint.to_owned(), tool.to_owned(), summary.to_owned());
         let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::denied_in_window(c, &owner, session, &fingerprint, now))
-            .await
+        self.read(move |c| {
+            let (fingerprint, tool, summary) = &action;
+            approvals::denied_in_window(c, &owner, session, (fingerprint, tool, summary), now)
+        })
+        .await
     }
 
     /// The bots of `owner` with an approval that is expired as of now but
