@@ -156,6 +156,34 @@ async fn server_errors_exhaust_the_retries() {
     assert_eq!(server.request_count(), 5);
 }
 
+/// Regression (QA, 2026-12-05): a summariser that did not answer was
+/// tried `1 + max_retries` times (five by default) while a person's turn
+/// waited for the compaction: 150 s for a reply. A summariser's call is
+/// tried twice at most.
+#[tokio::test]
+async fn a_summarisers_call_is_retried_once() {
+    let (server, model) =
+        serve(OpenAiServer::builder().fail_next(10, Reply::error(500, "boom inside"))).await;
+    let compact = botfleet::model::ModelRequest {
+        purpose: botfleet::model::Purpose::Compact,
+        ..request("x")
+    };
+    let (result, _) = complete(&model, &compact).await;
+    let error = result.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ModelError::Http {
+                status: 500,
+                attempts: 2,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(server.request_count(), 2);
+}
+
 #[tokio::test]
 async fn a_bad_request_is_not_retried_and_carries_the_message() {
     // (a context overflow is its own error: suite::openai_errors)

@@ -127,6 +127,7 @@ use super::Model;
 use super::ModelError;
 use super::ModelRequest;
 use super::ModelResponse;
+use super::Purpose;
 use super::StreamSink;
 use body::body_start;
 use body::error_chain;
@@ -183,6 +184,10 @@ pub fn base_url_problem(base_url: &str) -> Option<String> {
 /// on after a finish reason, `timeout` applies again (`wire.rs`,
 /// `only_the_end_to_come`).
 const AFTER_FINISH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Most retries of a summariser's call (`Purpose::Compact`), whatever
+/// `max_retries` allows.
+const COMPACT_RETRIES: u32 = 1;
 
 /// How much of an error response body is kept.
 const ERROR_BODY_LIMIT: usize = 4 * 1024;
@@ -266,7 +271,7 @@ impl OpenAiModel {
     async fn attempts(
         &self,
         body: Bytes,
-        redactor: &Redactor,
+        (redactor, retries): (&Redactor, u32),
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
         attempts: &mut u32,
@@ -296,8 +301,8 @@ impl OpenAiModel {
                 *held = Some(held.map_or(until, |h| h.max(until)));
             }
             let delay = match retry_delay(&failure, *attempts, &self.options, jitter()) {
-                Some(delay) => delay,
-                None => return Err(failure.into_error(*attempts, self.options.backoff_max)),
+                Some(delay) if *attempts <= retries => delay,
+                _ => return Err(failure.into_error(*attempts, self.options.backoff_max)),
             };
             // a wait the server asked for that outlasts the call: say so now
             // rather than time out at the deadline without saying why
@@ -780,11 +785,26 @@ impl OpenAiModel {
             "model request"
         );
         let mut attempts = 0;
+        // a summariser's call is tried twice at most: a turn may wait for
+        // it, and one that fails leaves the session to a later compaction
+        // (QA, 2026-12-05: five attempts of a summariser that did not
+        // answer held a person's reply 150 s)
+        let retries = match request.purpose {
+            Purpose::Compact => self.options.max_retries.min(COMPACT_RETRIES),
+            _ => self.options.max_retries,
+        };
         let limit = self.options.call_timeout;
         let deadline = Instant::now() + limit;
         let mut result = tokio::time::timeout_at(
             deadline,
-            self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
+            self.attempts(
+                body,
+                (redactor, retries),
+                sink,
+                cancel,
+                &mut attempts,
+                deadline,
+            ),
         )
         .await;
         if let Ok(Err(ModelError::Http {
@@ -811,7 +831,14 @@ impl OpenAiModel {
             let body = encode(true)?;
             result = tokio::time::timeout_at(
                 deadline,
-                self.attempts(body, redactor, sink, cancel, &mut attempts, deadline),
+                self.attempts(
+                    body,
+                    (redactor, retries),
+                    sink,
+                    cancel,
+                    &mut attempts,
+                    deadline,
+                ),
             )
             .await;
         }
