@@ -632,3 +632,24 @@ async fn the_search_trait_runs_off_the_async_threads() -> TestResult {
     assert_eq!(results.total, 1);
     Ok(())
 }
+
+/// Regression (QA, 2026-12-05): a plain query of several words ranked the
+/// text that has them side by side last: `lynx hyena` put "… a lynx hyena
+/// sighting …" fourth of four. Words written together, in the query's
+/// order, now add to the score; the others still match.
+#[test]
+fn words_written_together_rank_first() -> TestResult {
+    let mut docs = Docs::new()?;
+    docs.add("hyena lynx")?;
+    docs.add("lynx report: the hyena arrived")?;
+    docs.add("the lynx and the big spotted hyena")?;
+    let together = docs.add(
+        "in the long report of the week there was, among other things, a lynx hyena sighting \
+         near the river that nobody had expected at all",
+    )?;
+    docs.commit()?;
+    let results = docs.search(SearchQuery::new("lynx hyena"))?;
+    assert_eq!(results.total, 4);
+    assert_eq!(results.hits[0].gid, together, "{:#?}", results.hits);
+    Ok(())
+}

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde::Serialize;
 use tantivy::Term;
 use tantivy::query::BooleanQuery;
+use tantivy::query::BoostQuery;
 use tantivy::query::ConstScoreQuery;
 use tantivy::query::Occur;
 use tantivy::query::PhraseQuery;
@@ -525,6 +526,41 @@ fn part_query(fields: &Fields, part: &Part) -> Box<dyn Query> {
     }
 }
 
+/// Most words of a plain query whose being written together is scored.
+const TOGETHER_MAX: usize = 8;
+
+/// What a plain query of several words (`lynx hyena`: each word its own
+/// group of one term) adds to the score of a text that has them side by
+/// side in that order: a phrase of them, boosted, that matches nothing by
+/// itself (`Occur::Should` beside the words' `Must`). The text with the
+/// words together ranked last of four (QA, 2026-12-05). `None` for one
+/// word, for a query with quotes, `OR` or a word the tokenizer splits
+/// (a Chinese word is a phrase already), and past [`TOGETHER_MAX`] words.
+fn written_together(fields: &Fields, must: &[Group]) -> Option<Box<dyn Query>> {
+    if must.len() < 2 || must.len() > TOGETHER_MAX {
+        return None;
+    }
+    let terms: Option<Vec<Term>> = must
+        .iter()
+        .map(|group| match group.as_slice() {
+            [alternative] => match alternative.as_slice() {
+                [Part::Term(t)] => Some(Term::from_field_text(fields.text, t)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let terms = terms?;
+    // the same word twice is no phrase to favour
+    if terms.windows(2).any(|w| w[0] == w[1]) {
+        return None;
+    }
+    Some(Box::new(BoostQuery::new(
+        Box::new(PhraseQuery::new(terms)),
+        2.0,
+    )))
+}
+
 fn all_of(mut queries: Vec<Box<dyn Query>>) -> Box<dyn Query> {
     if queries.len() == 1
         && let Some(q) = queries.pop()
@@ -633,6 +669,9 @@ pub(crate) fn compile(fields: &Fields, query: &SearchQuery, text: &ParsedText) -
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for group in &text.must {
         clauses.push((Occur::Must, group_query(fields, group)));
+    }
+    if let Some(together) = written_together(fields, &text.must) {
+        clauses.push((Occur::Should, together));
     }
     for group in &text.must_not {
         clauses.push(excluded(group_query(fields, group)));
