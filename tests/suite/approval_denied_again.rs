@@ -69,16 +69,7 @@ async fn a_denied_action_is_not_asked_again_for_the_same_request() {
     assert_eq!(status, 200, "{body}");
 
     // the turn the denial wakes repeats the call: refused, not asked
-    let after = host
-        .wait_for(&session, |es| {
-            es.iter().find_map(|e| {
-                let text = e["text"].as_str()?;
-                (e["kind"] == "delivery" && text.starts_with("after the denial"))
-                    .then(|| Value::from(text))
-            })
-        })
-        .await;
-    let after = after.as_str().unwrap();
+    let after = host.wait_delivery(&session, "after the denial").await;
     let id = id.as_str();
     assert!(
         after.contains("not asked again") && after.contains(id),
@@ -86,19 +77,8 @@ async fn a_denied_action_is_not_asked_again_for_the_same_request() {
     );
     // nor is the same command with other spaces, whose card reads the
     // same (QA, 2026-12-05: it put up a second card like the one denied)
-    let respelled = host
-        .wait_for(&session, |es| {
-            es.iter().find_map(|e| {
-                let text = e["text"].as_str()?;
-                (e["kind"] == "delivery" && text.starts_with("respelled"))
-                    .then(|| Value::from(text))
-            })
-        })
-        .await;
-    assert!(
-        respelled.as_str().unwrap().contains("not asked again"),
-        "{respelled}"
-    );
+    let respelled = host.wait_delivery(&session, "respelled").await;
+    assert!(respelled.contains("not asked again"), "{respelled}");
     let listed = approvals(&host).await;
     assert_eq!(listed.len(), 1, "no second approval: {listed:#?}");
     assert_eq!(listed[0]["status"], "denied", "{listed:#?}");

@@ -75,15 +75,8 @@ async fn a_read_of_credentials_waits_for_approval() {
             .contains("an environment file with secrets"),
         "{pending:#}"
     );
-    let asked = host
-        .wait_for(&session, |es| {
-            es.iter().find_map(|e| {
-                let text = e["text"].as_str()?;
-                (e["kind"] == "delivery" && text.starts_with("asked:")).then(|| e["text"].clone())
-            })
-        })
-        .await;
-    assert!(!asked.as_str().unwrap().contains("hunter2"), "{asked}");
+    let asked = host.wait_delivery(&session, "asked:").await;
+    assert!(!asked.contains("hunter2"), "{asked}");
 
     // approved, the same Read returns the file
     let id = pending["id"].as_str().unwrap();
@@ -96,15 +89,7 @@ async fn a_read_of_credentials_waits_for_approval() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    let after = host
-        .wait_for(&session, |es| {
-            es.iter().find_map(|e| {
-                let text = e["text"].as_str()?;
-                (e["kind"] == "delivery" && text.starts_with("after the approval"))
-                    .then(|| e["text"].clone())
-            })
-        })
-        .await;
-    assert!(after.as_str().unwrap().contains("hunter2-qa"), "{after}");
+    let after = host.wait_delivery(&session, "after the approval").await;
+    assert!(after.contains("hunter2-qa"), "{after}");
     host.shutdown().await;
 }

@@ -413,6 +413,20 @@ impl TestHost {
         .await
     }
 
+    /// Waits for the first message a bot delivered in the session whose
+    /// text starts with `prefix`; its text.
+    pub async fn wait_delivery(&self, session: &str, prefix: &str) -> String {
+        let found = self
+            .wait_for(session, |es| {
+                es.iter().find_map(|e| {
+                    let text = e["text"].as_str()?;
+                    (e["kind"] == "delivery" && text.starts_with(prefix)).then(|| json!(text))
+                })
+            })
+            .await;
+        found.as_str().unwrap_or_default().to_owned()
+    }
+
     /// Sends `text` to `bot` and waits until that session holds `reports`
     /// messages from its subagents (their reports).
     pub async fn send_until_reports(&self, bot: &str, text: &str, reports: usize) {
