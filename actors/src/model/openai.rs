@@ -189,6 +189,16 @@ const AFTER_FINISH: std::time::Duration = std::time::Duration::from_secs(5);
 /// `max_retries` allows.
 const COMPACT_RETRIES: u32 = 1;
 
+/// What bounds the attempts of one call: the credentials its texts are
+/// cleaned of, how many retries it may make, its cancel and its deadline.
+#[derive(Clone, Copy)]
+struct CallBounds<'a> {
+    redactor: &'a Redactor,
+    retries: u32,
+    cancel: &'a CancellationToken,
+    deadline: Instant,
+}
+
 /// How much of an error response body is kept.
 const ERROR_BODY_LIMIT: usize = 4 * 1024;
 
@@ -271,12 +281,16 @@ impl OpenAiModel {
     async fn attempts(
         &self,
         body: Bytes,
-        (redactor, retries): (&Redactor, u32),
+        call: &CallBounds<'_>,
         sink: &mut dyn StreamSink,
-        cancel: &CancellationToken,
         attempts: &mut u32,
-        deadline: Instant,
     ) -> Result<ModelResponse, ModelError> {
+        let CallBounds {
+            redactor,
+            retries,
+            cancel,
+            deadline,
+        } = *call;
         loop {
             if cancel.is_cancelled() {
                 return Err(ModelError::Cancelled);
@@ -795,18 +809,15 @@ impl OpenAiModel {
         };
         let limit = self.options.call_timeout;
         let deadline = Instant::now() + limit;
-        let mut result = tokio::time::timeout_at(
+        let bounds = CallBounds {
+            redactor,
+            retries,
+            cancel,
             deadline,
-            self.attempts(
-                body,
-                (redactor, retries),
-                sink,
-                cancel,
-                &mut attempts,
-                deadline,
-            ),
-        )
-        .await;
+        };
+        let mut result =
+            tokio::time::timeout_at(deadline, self.attempts(body, &bounds, sink, &mut attempts))
+                .await;
         if let Ok(Err(ModelError::Http {
             status: 400,
             body: said,
@@ -831,14 +842,7 @@ impl OpenAiModel {
             let body = encode(true)?;
             result = tokio::time::timeout_at(
                 deadline,
-                self.attempts(
-                    body,
-                    (redactor, retries),
-                    sink,
-                    cancel,
-                    &mut attempts,
-                    deadline,
-                ),
+                self.attempts(body, &bounds, sink, &mut attempts),
             )
             .await;
         }
