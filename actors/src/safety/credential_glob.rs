@@ -87,6 +87,64 @@ pub(crate) fn credential_glob(word: &str) -> Option<&'static str> {
     })
 }
 
+/// Credential files by name, for patterns matched against names alone.
+const NAMES: &[(&str, &str)] = &[
+    (".env", "an environment file with secrets"),
+    (".env.local", "an environment file with secrets"),
+    (".env.production", "an environment file with secrets"),
+    ("id_rsa", "a credentials file"),
+    ("id_dsa", "a credentials file"),
+    ("id_ecdsa", "a credentials file"),
+    ("id_ed25519", "a credentials file"),
+    (".netrc", "a credentials file"),
+    (".pgpass", "a credentials file"),
+    (".npmrc", "a credentials file"),
+    (".pypirc", "a credentials file"),
+    (".git-credentials", "a credentials file"),
+    (".vault-token", "a credentials file"),
+];
+
+/// How a tool matches a pattern that is not the shell's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PatternKind {
+    /// Against a file's name, a leading `.` matched by wildcards too
+    /// (`find -name`, `grep --include`).
+    Name,
+    /// Against a file's whole path, `*` matching `/` too (`find -path`).
+    Path,
+}
+
+/// What credential `pattern`, matched as `kind` (not as the shell matches
+/// it), may name. `find . -name '*.env' -exec cat {} +` and `grep -r
+/// --include='*env'` read `.env`, and `find -path '*ssh*'` a private key,
+/// unasked (QA, 2026-12-05): their wildcards match a leading dot, and
+/// `*.env` is how env files are named. At least two literal characters
+/// (`*` alone is no name); only the names of dotfiles and keys, so
+/// `-name '*.json'` is not taken for `credentials.json`.
+pub(crate) fn tool_pattern(pattern: &str, kind: PatternKind) -> Option<&'static str> {
+    if pattern.len() > 4096 || !pattern.contains(['*', '?', '[']) {
+        return None;
+    }
+    let literals = pattern
+        .chars()
+        .filter(|c| !matches!(c, '*' | '?' | '[' | ']'))
+        .count();
+    if literals < 2 {
+        return None;
+    }
+    let g: Vec<char> = pattern.chars().collect();
+    match kind {
+        PatternKind::Name => NAMES.iter().find_map(|(name, what)| {
+            let n: Vec<char> = name.chars().collect();
+            match_from(&g, &n).then_some(*what)
+        }),
+        PatternKind::Path => SAMPLES.iter().find_map(|(sample, what)| {
+            let n: Vec<char> = format!("./{sample}").chars().collect();
+            match_from(&g, &n).then_some(*what)
+        }),
+    }
+}
+
 /// Whether pattern components `globs` reach `sample`: their last
 /// components match all of it (directories before it lead there), or,
 /// fewer, they match its first components (a directory holding it, as

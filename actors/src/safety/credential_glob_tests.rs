@@ -59,3 +59,38 @@ fn shell_matching() {
     assert!(matches("[]x]", "]"));
     assert!(matches("a[", "a["));
 }
+
+#[test]
+fn find_and_grep_patterns_match_dotfiles() {
+    for (pattern, kind, what) in [
+        (
+            "*.env",
+            PatternKind::Name,
+            "an environment file with secrets",
+        ),
+        (
+            "*env",
+            PatternKind::Name,
+            "an environment file with secrets",
+        ),
+        ("id_*", PatternKind::Name, "a credentials file"),
+        ("*ssh*", PatternKind::Path, "SSH keys"),
+        (
+            "*/.env",
+            PatternKind::Path,
+            "an environment file with secrets",
+        ),
+    ] {
+        assert_eq!(tool_pattern(pattern, kind), Some(what), "{pattern}");
+    }
+    for (pattern, kind) in [
+        ("*.json", PatternKind::Name),
+        ("*.md", PatternKind::Name),
+        ("*.rs", PatternKind::Name),
+        ("*", PatternKind::Name),
+        ("*/src/*", PatternKind::Path),
+        (".env", PatternKind::Name),
+    ] {
+        assert_eq!(tool_pattern(pattern, kind), None, "{pattern}");
+    }
+}

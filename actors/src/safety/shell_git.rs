@@ -76,6 +76,20 @@ pub(crate) fn git(args: &[String]) -> GitReview {
             }
         }
     }
+    // an `ext::` remote is a command git runs (`ext::sh -c cat% .env`,
+    // `%` quoting a space): QA, 2026-12-05, run unasked once
+    // `protocol.allow` let it
+    for a in args {
+        if let Some(at) = a.find("ext::") {
+            let command = a[at + "ext::".len()..]
+                .replace("% ", " ")
+                .replace("%%", "%");
+            review.asks.push(
+                "uses an ext:: remote, which runs a command (git's ext transport)".to_owned(),
+            );
+            review.code.push(command);
+        }
+    }
     let Some((sub, rest)) = args.get(i..).and_then(<[String]>::split_first) else {
         return review;
     };
@@ -83,24 +97,35 @@ pub(crate) fn git(args: &[String]) -> GitReview {
         // the programs git runs on the other side, given as shell code
         // (QA, 2026-12-05: `git push --receive-pack='cat .env > x; …'`
         // ran unreviewed)
-        "push" => {
+        "push" | "send-pack" => {
             push(rest, &mut review);
             review
                 .code
-                .extend(values_of(rest, "--receive-pack", "--receive-pack"));
-            review.code.extend(values_of(rest, "--exec", "--exec"));
+                .extend(option_values(rest, None, "receive-pack"));
+            review.code.extend(option_values(rest, None, "exec"));
         }
-        "clone" => review.code.extend(values_of(rest, "-u", "--upload-pack")),
-        "fetch" | "pull" => {
+        "clone" => {
             review
                 .code
-                .extend(values_of(rest, "--upload-pack", "--upload-pack"));
+                .extend(option_values(rest, Some('u'), "upload-pack"));
+            // settings written into the new repository's config: they run
+            // at its next git command (`core.fsmonitor`)
+            for kv in option_values(rest, Some('c'), "config") {
+                let (key, value) = kv.split_once('=').unwrap_or((kv.as_str(), "true"));
+                setting(key, Some(value), &mut review);
+            }
+            // a template's hooks are copied in and run (`post-checkout`)
+            if !option_values(rest, None, "template").is_empty() {
+                review.asks.push(
+                    "clones with a template directory, whose hooks git copies in and runs \
+                     (git clone --template)"
+                        .to_owned(),
+                );
+            }
         }
-        "ls-remote" | "archive" => {
-            review
-                .code
-                .extend(values_of(rest, "--upload-pack", "--upload-pack"));
-            review.code.extend(values_of(rest, "--exec", "--exec"));
+        "fetch" | "pull" | "fetch-pack" | "ls-remote" | "archive" => {
+            review.code.extend(option_values(rest, None, "upload-pack"));
+            review.code.extend(option_values(rest, None, "exec"));
         }
         "config" => config(rest, &mut review),
         "submodule" => {
@@ -157,9 +182,18 @@ pub(crate) fn git_environment(words: &[String]) -> GitReview {
             // 'key'='value' 'key2'='value2'
             for pair in value.split("' '") {
                 let pair = pair.trim_matches(|c: char| c == '\'' || c.is_whitespace());
-                let (key, v) = pair.split_once("'='").unwrap_or((pair, "true"));
+                // `'key'='value'`, or the older `'key=value'` git still
+                // reads (QA, 2026-12-05: an alias run unasked)
+                let (key, v) = pair
+                    .split_once("'='")
+                    .or_else(|| pair.split_once('='))
+                    .unwrap_or((pair, "true"));
                 setting(key, Some(v), &mut review);
             }
+        } else if name == "GIT_ALLOW_PROTOCOL" && value.split(':').any(|p| p == "ext") {
+            review.asks.push(
+                "allows git's ext:: transport, which runs commands (GIT_ALLOW_PROTOCOL)".to_owned(),
+            );
         }
     }
     review
@@ -310,10 +344,52 @@ fn runs_commands(key: &str, value: Option<&str>) -> Option<&'static str> {
         "uploadpack" if rest == "packobjectshook" => Some(runs),
         "remote" if matches!(last, "uploadpack" | "receivepack") => Some(runs),
         "protocol" if rest == "ext.allow" => Some("lets ext:: remotes run commands"),
+        // `always` lets every transport, ext:: among them
+        "protocol" if rest == "allow" => value
+            .is_none_or(|v| v.trim().eq_ignore_ascii_case("always"))
+            .then_some("lets ext:: remotes run commands"),
         "include" if rest == "path" => Some("git reads more settings from that file"),
         "includeif" if last == "path" => Some("git reads more settings from that file"),
         _ => None,
     }
+}
+
+/// The values of an option given as `-x V` or `-xV` (with `short`),
+/// `--long V` or `--long=V`, the long name also cut short as git takes it
+/// (`--upload-pac`, `--receive`: here any start of three letters or
+/// more). QA, 2026-12-05: `clone -u'…'` and `push --receive='…'` ran
+/// their commands unreviewed.
+fn option_values(args: &[String], short: Option<char>, long: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if let Some(given) = a.strip_prefix("--") {
+            let (name, attached) = match given.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (given, None),
+            };
+            if name.len() >= 3 && long.starts_with(name) {
+                match attached {
+                    Some(value) => out.push(value.to_owned()),
+                    None => {
+                        out.extend(args.get(i + 1).cloned());
+                        i += 1;
+                    }
+                }
+            }
+        } else if let (Some(letter), Some(rest)) = (short, a.strip_prefix('-'))
+            && let Some(value) = rest.strip_prefix(letter)
+        {
+            if value.is_empty() {
+                out.extend(args.get(i + 1).cloned());
+                i += 1;
+            } else {
+                out.push(value.to_owned());
+            }
+        }
+        i += 1;
+    }
+    out
 }
 
 /// The values of a flag given as `-x V`, `--long V` or `--long=V`.

@@ -201,7 +201,11 @@ pub(crate) fn git_push(args: &[String], allow: &HostAllowlist, f: &mut Findings)
         }
         if matches!(
             a.as_str(),
-            "-o" | "--push-option" | "--repo" | "--receive-pack" | "--exec"
+            "-o" | "--push-option"
+                | "--repo"
+                | "--receive-pack"
+                | "--exec"
+                | "--recurse-submodules"
         ) {
             skip_next = true;
             return false;
@@ -216,6 +220,12 @@ pub(crate) fn git_push(args: &[String], allow: &HostAllowlist, f: &mut Findings)
 /// `git push` to `repo`: asked about when it is an address on a host not
 /// on the allowlist.
 fn push_to(repo: &str, allow: &HostAllowlist, f: &mut Findings) {
+    // a variable or a substitution: an address review cannot see (QA,
+    // 2026-12-05: `git push "$U" master` went to an unlisted host)
+    if repo.contains(['$', '`']) {
+        f.ask("pushes to an address review cannot see (git push)");
+        return;
+    }
     if let Some(host) = remote_host(repo)
         && !allow.allows(&host)
     {
@@ -243,7 +253,9 @@ pub(crate) fn git_remote(args: &[String], allow: &HostAllowlist, f: &mut Finding
     let words = positionals(rest, "tm");
     if let ["add" | "set-url", _name, urls @ ..] = words.as_slice() {
         for url in urls {
-            remote_address(Some(url), allow, f);
+            // a variable or a substitution review cannot see
+            let seen = (!url.contains(['$', '`'])).then_some(*url);
+            remote_address(seen, allow, f);
         }
     }
 }

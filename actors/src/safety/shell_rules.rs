@@ -11,6 +11,7 @@
 //! the scripts it would run.
 
 use super::credential_glob;
+use super::credential_glob::PatternKind;
 use super::patterns;
 use super::patterns::HostAllowlist;
 use super::review::Findings;
@@ -324,6 +325,25 @@ fn walk(script: &Script, allow: &HostAllowlist, f: &mut Findings, depth: u8) {
                 } else if let Some(what) = credential_glob::credential_glob(w) {
                     f.ask(format!("reads {what} (the pattern {word} reaches them)"));
                 }
+            }
+            // a pattern find or grep matches as they do, not as the shell
+            let previous = i.checked_sub(1).and_then(|p| cmd.words.get(p));
+            let tool_pattern = match previous.map(String::as_str) {
+                Some("-name" | "-iname") if program == "find" => {
+                    Some((word.to_lowercase(), PatternKind::Name))
+                }
+                Some("-path" | "-ipath" | "-wholename" | "-iwholename") if program == "find" => {
+                    Some((word.to_lowercase(), PatternKind::Path))
+                }
+                Some("--include") => Some((word.clone(), PatternKind::Name)),
+                _ => word
+                    .strip_prefix("--include=")
+                    .map(|v| (v.to_owned(), PatternKind::Name)),
+            };
+            if let Some((pattern, kind)) = tool_pattern
+                && let Some(what) = credential_glob::tool_pattern(&pattern, kind)
+            {
+                f.ask(format!("reads {what} (the pattern {word} matches them)"));
             }
         }
         // a substitution is left as `$()` in its word: one running `pwd`
