@@ -87,23 +87,6 @@ pub(crate) fn credential_glob(word: &str) -> Option<&'static str> {
     })
 }
 
-/// Credential files by name, for patterns matched against names alone.
-const NAMES: &[(&str, &str)] = &[
-    (".env", "an environment file with secrets"),
-    (".env.local", "an environment file with secrets"),
-    (".env.production", "an environment file with secrets"),
-    ("id_rsa", "a credentials file"),
-    ("id_dsa", "a credentials file"),
-    ("id_ecdsa", "a credentials file"),
-    ("id_ed25519", "a credentials file"),
-    (".netrc", "a credentials file"),
-    (".pgpass", "a credentials file"),
-    (".npmrc", "a credentials file"),
-    (".pypirc", "a credentials file"),
-    (".git-credentials", "a credentials file"),
-    (".vault-token", "a credentials file"),
-];
-
 /// How a tool matches a pattern that is not the shell's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PatternKind {
@@ -134,10 +117,16 @@ pub(crate) fn tool_pattern(pattern: &str, kind: PatternKind) -> Option<&'static 
     }
     let g: Vec<char> = pattern.chars().collect();
     match kind {
-        PatternKind::Name => NAMES.iter().find_map(|(name, what)| {
-            let n: Vec<char> = name.chars().collect();
-            match_from(&g, &n).then_some(*what)
-        }),
+        // the samples that are names of dotfiles and keys
+        PatternKind::Name => SAMPLES
+            .iter()
+            .filter(|(name, _)| {
+                !name.contains('/') && (name.starts_with('.') || name.starts_with("id_"))
+            })
+            .find_map(|(name, what)| {
+                let n: Vec<char> = name.chars().collect();
+                match_from(&g, &n).then_some(*what)
+            }),
         PatternKind::Path => SAMPLES.iter().find_map(|(sample, what)| {
             let n: Vec<char> = format!("./{sample}").chars().collect();
             match_from(&g, &n).then_some(*what)
