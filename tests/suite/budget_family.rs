@@ -215,7 +215,7 @@ async fn subagents_spend_their_parents_budget_and_stop_with_it() {
         notice["text"]
             .as_str()
             .unwrap()
-            .starts_with("p has used its daily token budget"),
+            .starts_with("p-name (p) has used its daily token budget"),
         "{notice:#}"
     );
 
@@ -238,7 +238,7 @@ async fn subagents_spend_their_parents_budget_and_stop_with_it() {
         .await;
     let text = notice["text"].as_str().unwrap();
     assert!(
-        text.starts_with(&format!("{sub} is paused until "))
+        text.contains(&format!(" ({sub}) is paused until "))
             && text.contains("it spends the daily token budget of p")
             && text.contains("raise p's `daily_token_budget`"),
         "{text}"

@@ -111,7 +111,7 @@ async fn a_turn_stops_at_the_step_that_spent_the_budget() {
         .collect();
     assert_eq!(notices.len(), 1, "{entries:#?}");
     assert!(
-        notices[0].starts_with("r has used its daily token budget (")
+        notices[0].starts_with("r-name (r) has used its daily token budget (")
             && notices[0].contains("Your messages are kept and will be answered then"),
         "{notices:?}"
     );
@@ -210,7 +210,7 @@ async fn send_ends_at_once_when_the_budget_runs_out_over_its_message() {
     assert!(
         answer["notice"]
             .as_str()
-            .is_some_and(|n| n.starts_with("r has used its daily token budget")),
+            .is_some_and(|n| n.starts_with("r-name (r) has used its daily token budget")),
         "{answer}"
     );
     let (code, _, err) =

@@ -584,7 +584,7 @@ async fn a_message_of_a_pause_sent_again_after_its_answer_prints_the_answer() {
     .await;
     assert_eq!(code, 5, "{err}");
     assert!(
-        err.contains("r has used its daily token budget"),
+        err.contains("r-name (r) has used its daily token budget"),
         "the host's notice: {err}"
     );
 

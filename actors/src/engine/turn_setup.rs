@@ -66,8 +66,15 @@ impl Runner {
             return Ok(None);
         }
         let (used, budget) = (pause.used.to_string(), pause.budget.to_string());
+        // people know a bot by its name, an operator finds it in
+        // fleet.toml by its id: both (the notice named the id alone)
+        let bot = if self.bot.name.is_empty() || self.bot.name == self.bot.id.as_str() {
+            self.bot.id.to_string()
+        } else {
+            format!("{} ({})", self.bot.name, self.bot.id)
+        };
         let mut values = vec![
-            ("bot", self.bot.id.as_str()),
+            ("bot", bot.as_str()),
             ("used", used.as_str()),
             ("budget", budget.as_str()),
             ("until", pause.until.as_str()),
