@@ -54,6 +54,7 @@ use std::path::PathBuf;
 use botfleet_memory::ApprovalId;
 use botfleet_memory::ApprovalRecord;
 use botfleet_memory::ApprovalRequestOutcome;
+use botfleet_memory::ApprovalStatus;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewApproval;
@@ -495,17 +496,11 @@ async fn approval_stage(
     // approval could not tell that it ran, and it was asked about again: a
     // second card for a message already sent, and approving it sent the
     // message twice.)
-    if let Some(used) = store
-        .used_approval(&ctx.scope.session.owner, session, &fingerprint)
-        .await
-        .map_err(store_failed)?
-    {
-        return Err(used_already(&used));
-    }
+    //
     // Denied for this request: asked again, the person saw a second card
-    // for what they had just refused
-    if let Some(denied) = store
-        .denied_approval(
+    // for what they had just refused. One read finds either.
+    if let Some(decided) = store
+        .decided_approval(
             &ctx.scope.session.owner,
             session,
             (&fingerprint, &action.tool, &action.summary),
@@ -513,7 +508,10 @@ async fn approval_stage(
         .await
         .map_err(store_failed)?
     {
-        return Err(denied_already(&denied));
+        return Err(match decided.status {
+            ApprovalStatus::Denied => denied_already(&decided),
+            _ => used_already(&decided),
+        });
     }
     let config = &ctx.rt.settings.review;
     let new = NewApproval {
@@ -585,7 +583,7 @@ async fn approval_stage(
 }
 
 /// The refusal of a call whose exact action ran with approval `used`
-/// ([`botfleet_memory::Store::used_approval`]): nothing is asked until the
+/// ([`botfleet_memory::Store::decided_approval`]): nothing is asked until the
 /// approval's window ends or the person writes again.
 fn used_already(used: &ApprovalRecord) -> ToolError {
     let owner = used.owner.as_str();
@@ -608,7 +606,7 @@ fn used_already(used: &ApprovalRecord) -> ToolError {
 }
 
 /// The refusal of a call whose exact action `denied` refused
-/// ([`botfleet_memory::Store::denied_approval`]): nothing is asked until
+/// ([`botfleet_memory::Store::decided_approval`]): nothing is asked until
 /// the denial's window ends or the person writes again.
 fn denied_already(denied: &ApprovalRecord) -> ToolError {
     let owner = denied.owner.as_str();

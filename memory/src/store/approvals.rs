@@ -381,41 +381,15 @@ pub(crate) fn open_of_bot(conn: &Connection, bot: &BotId, now: i64) -> Result<Ve
     .collect())
 }
 
-/// The newest approval of `owner` in `session` for the exact action
-/// `fingerprint` that was approved and used, whose window to be used has
-/// not passed as of `now`, with no user message in its session since it
-/// was asked: the action already ran for this request of the person's.
-/// Found on the `approvals_owner` index, as the person's listing is.
-pub(crate) fn used_in_window(
-    conn: &Connection,
-    owner: &UserId,
-    session: SessionId,
-    fingerprint: &str,
-    now: i64,
-) -> Result<Option<ApprovalRecord>> {
-    Ok(query(
-        conn,
-        concat!(
-            "WHERE a.owner = ?1 AND a.session_id = ?2 AND a.fingerprint = ?3
-               AND a.status = 'approved' AND a.consumed_at IS NOT NULL AND a.expires_at > ?4
-               AND NOT ",
-            newer_user_message!(),
-            " ORDER BY a.consumed_at DESC LIMIT 1"
-        ),
-        params![owner.as_str(), session.to_string(), fingerprint, now],
-    )?
-    .into_iter()
-    .next()
-    .map(|r| r.effective(now)))
-}
-
-/// The newest approval of `owner` in `session` for the exact action
-/// `fingerprint`, or one its card shows the same (`tool` and `summary`:
-/// `cat  .env` is summarised as `cat .env`), that was denied, while its
-/// window lasts (the approval's TTL from the decision) and no user
-/// message came in `session` since it was asked. See
-/// `Store::denied_approval`.
-pub(crate) fn denied_in_window(
+/// The newest approval of `owner` in `session` that decided the action
+/// for this request of the person's, while its window lasts (the
+/// approval's TTL from the decision) and no user message came in its
+/// session since it was asked: one approved and used for the exact action
+/// `fingerprint` (the action already ran), or one denied for it or for an
+/// action its card shows the same (`tool` and `summary`: `cat  .env` is
+/// summarised as `cat .env`). Found on the `approvals_owner` index, as
+/// the person's listing is. See `Store::decided_approval`.
+pub(crate) fn decided_in_window(
     conn: &Connection,
     owner: &UserId,
     session: SessionId,
@@ -425,9 +399,11 @@ pub(crate) fn denied_in_window(
     Ok(query(
         conn,
         concat!(
-            "WHERE a.owner = ?1 AND a.session_id = ?2
-               AND (a.fingerprint = ?3 OR (a.tool = ?5 AND a.summary = ?6))
-               AND a.status = 'denied' AND a.expires_at > ?4
+            "WHERE a.owner = ?1 AND a.session_id = ?2 AND a.expires_at > ?4
+               AND ((a.status = 'approved' AND a.consumed_at IS NOT NULL
+                     AND a.fingerprint = ?3)
+                 OR (a.status = 'denied'
+                     AND (a.fingerprint = ?3 OR (a.tool = ?5 AND a.summary = ?6))))
                AND NOT ",
             newer_user_message!(),
             " ORDER BY a.decided_at DESC LIMIT 1"

@@ -602,7 +602,12 @@ async fn a_used_approval_is_found_for_its_action_until_its_window_ends_or_the_pe
         let store = f.store.clone();
         let alice = alice.clone();
         let session = f.key.id();
-        async move { store.used_approval(&alice, session, fp).await.unwrap() }
+        async move {
+            store
+                .decided_approval(&alice, session, (fp, "", ""))
+                .await
+                .unwrap()
+        }
     };
     let a = f.created("a").await;
     assert_eq!(used(&f, "a").await, None, "pending: not used");
@@ -618,7 +623,10 @@ async fn a_used_approval_is_found_for_its_action_until_its_window_ends_or_the_pe
     assert_eq!(used(&f, "b").await, None, "another action");
     let bob = UserId::new("bob").unwrap();
     assert_eq!(
-        f.store.used_approval(&bob, f.key.id(), "a").await.unwrap(),
+        f.store
+            .decided_approval(&bob, f.key.id(), ("a", "", ""))
+            .await
+            .unwrap(),
         None,
         "another person's"
     );

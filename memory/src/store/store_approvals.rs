@@ -68,37 +68,23 @@ impl Store {
         Ok(open)
     }
 
-    /// The newest approval of `owner` in `session` for the exact action
-    /// `fingerprint` that was approved and already used, while its window
-    /// to be used lasts and no user message came in `session` since it was
-    /// asked: the action ran for the request the approval answered, so a
-    /// repeat of the call asks for nothing new (the decision's note, read
-    /// after the run, still says to repeat it).
-    pub async fn used_approval(
-        &self,
-        owner: &UserId,
-        session: crate::ids::SessionId,
-        fingerprint: &str,
-    ) -> Result<Option<crate::record::ApprovalRecord>> {
-        let owner = owner.clone();
-        let fingerprint = fingerprint.to_owned();
-        let now = self.inner.clock.now_ms();
-        self.read(move |c| approvals::used_in_window(c, &owner, session, &fingerprint, now))
-            .await
-    }
-
-    /// The newest approval of `owner` in `session` for the exact action
-    /// `fingerprint` that was denied, while the window the decision
-    /// opened lasts (the approval's TTL) and no user message came in
-    /// `session` since it was asked: the person refused that action for
-    /// this request, so the same call is refused without asking again.
-    /// A new card for it looked like a second chance, and approving it by
-    /// mistake ran what they had just refused (QA, 2026-12-05).
+    /// The newest approval of `owner` in `session` that decided the
+    /// action `(fingerprint, tool, summary)` for the request it was asked
+    /// in, while its window lasts and no user message came in `session`
+    /// since it was asked; one read for the gate's two refusals:
     ///
-    /// An action whose card reads the same (`tool` and `summary`) counts
-    /// as that action: `cat  .env` (two spaces) is another fingerprint,
-    /// but its card said `run \`cat .env\``, the one just denied.
-    pub async fn denied_approval(
+    /// - approved and used for the exact action (`fingerprint`): the
+    ///   action ran for the request the approval answered, so a repeat of
+    ///   the call asks for nothing new (the decision's note, read after
+    ///   the run, still says to repeat it);
+    /// - denied, for the exact action or one whose card reads the same
+    ///   (`tool` and `summary`: `cat  .env`, two spaces, is another
+    ///   fingerprint, but its card said `run \`cat .env\``): the person
+    ///   refused it for this request, so the same call is refused without
+    ///   asking again. A new card for it looked like a second chance, and
+    ///   approving it by mistake ran what they had just refused (QA,
+    ///   2026-12-05).
+    pub async fn decided_approval(
         &self,
         owner: &UserId,
         session: crate::ids::SessionId,
@@ -109,7 +95,7 @@ impl Store {
         let now = self.inner.clock.now_ms();
         self.read(move |c| {
             let (fingerprint, tool, summary) = &action;
-            approvals::denied_in_window(c, &owner, session, (fingerprint, tool, summary), now)
+            approvals::decided_in_window(c, &owner, session, (fingerprint, tool, summary), now)
         })
         .await
     }
