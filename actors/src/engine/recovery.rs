@@ -116,16 +116,7 @@ impl Runner {
                 _ => {}
             }
         }
-        // its deliveries wherever they went (a webhook's or a routine's
-        // turn delivers to the owner's DM): counted from its own session
-        // only, a resumed one that then hit max_steps read as "not
-        // delivered", failed, and a retry messaged the owner again
-        let first_input = self.inputs.iter().map(|i| i.gid).min().unwrap_or(1);
-        self.state.delivered = self
-            .rt
-            .store
-            .deliveries_of_turn(self.turn, first_input.saturating_sub(1))
-            .await?;
+        self.count_deliveries().await?;
         let started: std::collections::HashMap<String, ToolCallStatus> = self
             .rt
             .store
@@ -175,6 +166,21 @@ impl Runner {
             }
         }
         Ok(None)
+    }
+
+    /// Reads what the turn delivered so far into its state: its
+    /// deliveries wherever they went (a webhook's or a routine's turn
+    /// delivers to the owner's DM). Counted from its own session only, a
+    /// resumed one that then hit max_steps read as "not delivered",
+    /// failed, and a retry messaged the owner again.
+    pub(super) async fn count_deliveries(&mut self) -> Result<(), StoreError> {
+        let first_input = self.inputs.iter().map(|i| i.gid).min().unwrap_or(1);
+        self.state.delivered = self
+            .rt
+            .store
+            .deliveries_of_turn(self.turn, first_input.saturating_sub(1))
+            .await?;
+        Ok(())
     }
 
     /// Records the calls of the turn's last step that started and have no

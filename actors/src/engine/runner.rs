@@ -584,12 +584,7 @@ impl Runner {
                     // after its reply the person has their answer: it ends
                     // as any turn that cannot go on after it delivered, with
                     // no retry (as recovery's crash limit does)
-                    let first_input = self.inputs.iter().map(|i| i.gid).min().unwrap_or(1);
-                    self.state.delivered = self
-                        .rt
-                        .store
-                        .deliveries_of_turn(self.turn, first_input.saturating_sub(1))
-                        .await?;
+                    self.count_deliveries().await?;
                     if self.reply_stands() {
                         return self.end_after_reply(error, Vec::new()).await;
                     }
