@@ -12,7 +12,7 @@
 //! | tool kind | main | subagent | group | shared group | routine | hook |
 //! | --- | --- | --- | --- | --- | --- | --- |
 //! | delivery (SendMessage) | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
-//! | reaction (ReactToMessage) | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |
+//! | reaction (ReactToMessage) | ✓ | ✓ | –³ | –³ | ✓ | ✓ |
 //! | file read (Read) | ✓ | ✓ | ✓ | – | ✓ | ✓ |
 //! | file write (Write, Edit) | ✓ | ✓ | ✓ | – | ✓ | – |
 //! | shell (Shell) | ✓ | ✓ | ✓ | – | ✓ | – |
@@ -35,6 +35,13 @@
 //! turn runs after the discussion ended, when nothing it says can be
 //! published, so the result never reached the room and the person was not
 //! told. CheckSubagent and StopSubagent answer within the turn: shown.
+//!
+//! ³ A room member's reaction would not reach the room: its turn runs in
+//! the member's own session of the room, which the room's people do not
+//! read, and the room's input shows the member no seq to aim at (a
+//! reaction landed on the private session's entry of that number while
+//! the tool said "reacted": QA). Not shown there; a call anyway is
+//! refused saying to answer with SendMessage.
 
 use std::collections::BTreeSet;
 
@@ -142,7 +149,7 @@ const MATRIX: [[Access; 6]; 12] = {
     [
         // main sub group shared routine hook
         [Y, Y, Y, Y, Y, Y], // delivery
-        [Y, Y, Y, Y, Y, Y], // reaction
+        [Y, Y, N, N, Y, Y], // reaction
         [Y, Y, Y, N, Y, Y], // file read
         [Y, Y, Y, N, Y, N], // file write
         [Y, Y, Y, N, Y, N], // shell
@@ -310,6 +317,10 @@ fn why_not(runner: Runner, name: &str) -> &'static str {
             ": a subagent's report comes back after the room's discussion has ended, when \
              nothing can be published to the room; do the work yourself in this turn, or \
              offer to do it in a private conversation with your owner"
+        }
+        Runner::GroupMember { .. } if name == "ReactToMessage" => {
+            ": the room's people see no reaction, only messages; to agree or answer, say so \
+             with SendMessage"
         }
         Runner::Main
         | Runner::Subagent

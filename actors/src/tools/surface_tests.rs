@@ -52,7 +52,7 @@ fn the_matrix_as_a_table() {
     let expected = "\
 tool                      main sub grp shr rtn hook
 SendMessage               Y   Y   Y   Y   Y   Y
-ReactToMessage            Y   Y   Y   Y   Y   Y
+ReactToMessage            Y   Y   -   -   Y   Y
 Read                      Y   Y   Y   -   Y   Y
 Write                     Y   Y   Y   -   Y   -
 Edit                      Y   Y   Y   -   Y   -
@@ -89,7 +89,7 @@ fn visible_tools_per_runner() {
     );
     assert_eq!(
         visible_tools(Runner::GroupMember { shared: true }, &allowed, &none),
-        vec!["SendMessage", "ReactToMessage", "Remember"]
+        vec!["SendMessage", "Remember"]
     );
     let sub = visible_tools(Runner::Subagent, &allowed, &none);
     for never in ["Task", "CreateAgent", "UpdateAgent", "SendToAgent"] {
@@ -125,10 +125,7 @@ fn calls_are_checked_again() {
         err.message,
         "the tool Shell is not available in a shared room's turns"
     );
-    assert_eq!(
-        err.hint,
-        "use one of: SendMessage, ReactToMessage, Remember"
-    );
+    assert_eq!(err.hint, "use one of: SendMessage, Remember");
     // a tool the bot is not allowed, even if the runner could use it
     let only = vec!["SendMessage".to_owned()];
     assert!(check_call(Runner::Main, &only, "Shell", &json!({}), &none).is_err());
