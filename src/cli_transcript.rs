@@ -482,6 +482,21 @@ async fn last_read(
     Ok(read.split_off(first))
 }
 
+/// A notice's text with how to retry its turn, where the notice offers a
+/// retry (`retry_turn`) its text does not name: an `undelivered` notice
+/// says only that the bot did not reply, and someone reading the
+/// transcript later (after `send` ran out of time, say) had no turn id
+/// to retry (QA). A text that names the command already is kept.
+fn with_retry(text: &str, retry_turn: Option<&str>) -> String {
+    match retry_turn {
+        Some(t) if !text.contains(&format!("`botfleet retry {t}`")) => {
+            let clause = text.trim_end().trim_end_matches('.');
+            format!("{clause}; retry with `botfleet retry {t}`")
+        }
+        _ => text.to_owned(),
+    }
+}
+
 /// What `transcript` prints of entry `e`: nothing, one line or more (a
 /// message of several lines, a bot's note and its tool calls).
 fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
@@ -515,7 +530,10 @@ fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
         "notice" => vec![format!(
             "#{seq} [{}] {}",
             e["code"].as_str().unwrap_or("notice"),
-            st(&super::hints::for_cli(text))
+            st(&with_retry(
+                &super::hints::for_cli(text),
+                e["retry_turn"].as_str()
+            ))
         )],
         "reaction" => vec![format!(
             "#{seq} {who} reacted {} to #{}",

@@ -338,3 +338,48 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
     );
     host.shutdown().await;
 }
+
+/// Regression: a turn that ended without a reply showed in `transcript`
+/// as "[undelivered] The bot finished its turn without sending you a
+/// reply." with no turn id, where `send` names `botfleet retry TURN`:
+/// someone who reads it later (after `send --timeout` gave up) could not
+/// retry from it. The line says how, and the command it names works.
+#[tokio::test]
+async fn an_undelivered_turn_in_the_transcript_says_how_to_retry_it() {
+    let script = r#"
+[[rule]]
+match = "quiet"
+steps = [ { text = "thinking, and never replying" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (code, _, err) = cli(&["send", "r", "quiet please"], &host.url, TOKEN).await;
+    assert_eq!(code, 4, "undelivered: {err}");
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    let notice = host
+        .wait_for(&session, |es| {
+            es.iter().find(|e| e["code"] == "undelivered").cloned()
+        })
+        .await;
+    let turn = notice["retry_turn"].as_str().unwrap().to_owned();
+    let (code, out, err) = cli(&["transcript", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let line = format!(
+        "#{} [undelivered] The bot finished its turn without sending you a reply; retry with \
+         `botfleet retry {turn}`",
+        notice["seq"]
+    );
+    assert!(out.contains(&line), "{line} not in:\n{out}");
+    // the command it names takes the turn's message again
+    let (code, out, err) = cli(&["retry", &turn], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("requeued 1 input(s) of turn {turn}")),
+        "{out}"
+    );
+    host.shutdown().await;
+}
