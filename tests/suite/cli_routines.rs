@@ -217,5 +217,13 @@ steps = [ { tool = "SendMessage", args = { text = "done" } } ]
             && !err.contains(&format!("routines put {sub}")),
         "{err}"
     );
+    // nor at a fleet.toml entry a subagent does not have for webhooks (QA)
+    let (code, out, err) = cli(&["hooks", &sub], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(
+        err.contains(&format!("{sub} is a subagent of p and takes no webhooks"))
+            && !err.contains("add one"),
+        "{err}"
+    );
     host.shutdown().await;
 }
