@@ -131,3 +131,70 @@ async fn refused_retry(host: &TestHost, turn: &str, why: &str) {
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains(why), "{message}");
 }
+
+/// Regression (QA): a failed run retried after the routine's later run
+/// completed was refused as "a later turn of this conversation … had
+/// these messages in its context and already answered; … send a new
+/// message instead". The later run did not hold the failed run's prompt
+/// (a routine's next run takes the place of the runs that failed before
+/// it), and nobody sends messages into a routine's session. The refusal
+/// says what happened and what can be done.
+#[tokio::test]
+async fn a_failed_run_a_later_run_replaced_is_refused_saying_so() {
+    let host = TestFleet::new()
+        .script("s", FAILING)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let put = |prompt: &'static str| {
+        let host = &host;
+        async move {
+            host.call(
+                reqwest::Method::PUT,
+                "/v1/bots/r/routines/flip",
+                TOKEN,
+                Some(json!({"cron": once_in(2), "timezone": "UTC", "prompt": prompt})),
+            )
+            .await
+        }
+    };
+    let (status, body) = put("FAILME first").await;
+    assert_eq!(status, 201, "{body}");
+    let failed = host
+        .wait_get("/v1/bots/r/turns", |v| {
+            v["turns"]
+                .as_array()?
+                .iter()
+                .find(|t| t["status"] == "failed")
+                .cloned()
+        })
+        .await;
+    let (status, body) = put("second, fine").await;
+    assert_eq!(status, 200, "{body}");
+    host.wait_get("/v1/bots/r/turns", |v| {
+        v["turns"]
+            .as_array()?
+            .iter()
+            .find(|t| t["status"] == "completed")
+            .cloned()
+    })
+    .await;
+    let turn = failed["id"].as_str().unwrap();
+    let (status, body) = host
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/turns/{turn}/retry"),
+            TOKEN,
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("a later run of this routine")
+            && message.contains("ran in this run's place")
+            && !message.contains("send a new message"),
+        "{message}"
+    );
+    host.shutdown().await;
+}

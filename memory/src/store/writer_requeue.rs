@@ -89,7 +89,12 @@ impl Writer {
         if status != TurnStatus::Interrupted.as_str()
             && let Some(later) = self.later_turn(&bot, &session, &turn, first, &held)?
         {
-            return Err(StoreError::Rejected(later_message(&later)));
+            let kind: Option<String> = self
+                .conn
+                .prepare_cached("SELECT kind FROM sessions WHERE id = ?1")?
+                .query_row(params![session], |r| r.get(0))
+                .optional()?;
+            return Err(StoreError::Rejected(later_message(&later, kind.as_deref())));
         }
         let mut requeue = self.conn.prepare_cached(
             "UPDATE inbox SET turn_id = NULL WHERE gid = ?2 AND bot_id = ?1 AND turn_id = ?3",
@@ -189,8 +194,45 @@ fn parse_inputs(inputs: &str) -> Result<Vec<i64>> {
     })
 }
 
-/// Why a later turn blocks the retry, and what to do instead.
-fn later_message(later: &Later) -> String {
+/// Why a later turn blocks the retry, and what to do instead, for a
+/// session of `kind`. Nobody sends a message into a routine's or a
+/// webhook's session, and a routine's later run does not hold a failed
+/// run's prompt (it runs the routine's prompt in its place, docs/
+/// operations.md): "had these messages in its context … send a new
+/// message instead" was false there, and could not be followed (QA).
+fn later_message(later: &Later, kind: Option<&str>) -> String {
+    let turn = &later.turn;
+    match (kind, later.running) {
+        (Some("routine"), true) => {
+            return format!(
+                "a later run of this routine ({turn}) is running in this run's place (a \
+                 routine's next run takes the place of the runs that failed before it): wait \
+                 for it to end; if it fails, retry that one"
+            );
+        }
+        (Some("routine"), false) => {
+            return format!(
+                "a later run of this routine ({turn}) ran in this run's place (a routine's next \
+                 run takes the place of the runs that failed before it): there is nothing left \
+                 to retry; retry the routine's last run if it failed, or wait for its next slot"
+            );
+        }
+        (Some("hook"), true) => {
+            return format!(
+                "a later run of this webhook ({turn}) is running with this delivery in its \
+                 context: wait for it to end; it answers this delivery too (a retry would answer \
+                 it a second time, without what came after)"
+            );
+        }
+        (Some("hook"), false) => {
+            return format!(
+                "a later run of this webhook ({turn}) had this delivery in its context and \
+                 already answered: there is nothing left to retry (a retry would answer it a \
+                 second time, without what came after)"
+            );
+        }
+        _ => {}
+    }
     if later.running {
         format!(
             "a later turn of this conversation ({}) is running with these messages in its context: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time, without what came after)",
