@@ -415,9 +415,18 @@ impl BotActor {
                 refused,
             } => state.on_store_probed(&myself, generation, refused),
             BotMsg::Unpause => {
-                state.paused_until = None;
-                state.paused_told.clear();
-                state.schedule(&myself);
+                // read the wall clock again (turns::PAUSE_RECHECK): before
+                // the pause's end, look again later
+                let left = state
+                    .paused_until
+                    .map(|until| until - state.rt.store.clock().now_ms());
+                if let Some(left) = left.filter(|&left| left > 0) {
+                    myself.send_after(turns::pause_timer(left), || BotMsg::Unpause);
+                } else {
+                    state.paused_until = None;
+                    state.paused_told.clear();
+                    state.schedule(&myself);
+                }
             }
             BotMsg::Reload => {
                 if let Some(record) = state.rt.store.get_bot(&state.record.id).await? {

@@ -25,6 +25,25 @@ mod compaction_race_tests;
 #[path = "bot_cancel_tests.rs"]
 mod cancel_tests;
 
+#[cfg(test)]
+#[path = "bot_pause_tests.rs"]
+mod pause_tests;
+
+/// Longest wait of the daily budget's pause timer before it reads the
+/// store's clock again. The pause ends at a time of the wall clock (the
+/// next UTC midnight) and a timer runs on the monotonic clock, which a
+/// suspended machine stops and a stepped wall clock leaves behind: one
+/// timer for the whole wait kept the bot paused past the end (QA, with
+/// the wall clock moved past midnight: `paused_until` in the past and
+/// seven messages queued).
+pub(super) const PAUSE_RECHECK: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// When the pause timer fires next: after `left_ms` of the pause, or at
+/// the next look at the clock, whichever is sooner.
+pub(super) fn pause_timer(left_ms: i64) -> std::time::Duration {
+    std::time::Duration::from_millis(u64::try_from(left_ms.max(0)).unwrap_or(0)).min(PAUSE_RECHECK)
+}
+
 impl BotState {
     /// Starts the next turn if none runs and nothing holds it back.
     pub(super) fn schedule(&mut self, myself: &ActorRef<BotMsg>) {
@@ -104,6 +123,16 @@ impl BotState {
         }
         if self.window.is_some() && self.queue.has_user_dm() {
             return;
+        }
+        // the pause ends at the wall clock's time, which a late timer
+        // (PAUSE_RECHECK) may not have seen yet: a message that comes
+        // after it is answered, not told to wait for a pause that is over
+        if self
+            .paused_until
+            .is_some_and(|until| self.rt.store.clock().now_ms() >= until)
+        {
+            self.paused_until = None;
+            self.paused_told.clear();
         }
         let next = if self.paused_until.is_some() {
             // paused for the day: a room's input starts a turn, which fails
@@ -352,11 +381,9 @@ impl BotState {
                     if told {
                         self.paused_told.insert(run.session);
                     }
-                    let wait = until - self.rt.store.clock().now_ms();
-                    let wait =
-                        std::time::Duration::from_millis(u64::try_from(wait.max(0)).unwrap_or(0));
-                    tracing::info!(bot = %self.record.id, ?wait, "daily token budget spent; paused");
-                    myself.send_after(wait, || BotMsg::Unpause);
+                    let left = until - self.rt.store.clock().now_ms();
+                    tracing::info!(bot = %self.record.id, left_ms = left, "daily token budget spent; paused");
+                    myself.send_after(pause_timer(left), || BotMsg::Unpause);
                 }
                 if report.status.is_some() {
                     // the store took the run's writes
