@@ -32,6 +32,9 @@ export const API = Object.freeze({
 });
 
 const TOKEN_KEY = "botfleet.token";
+/** Why the last tab to sign out did: "refused" (the host refused its
+ * token) or "logout" (the person chose to), for the other tabs to say. */
+const SIGNOUT_KEY = "botfleet.signout";
 
 /**
  * The bearer token this tab signed in with. It is read from localStorage
@@ -53,17 +56,24 @@ export const auth = {
   },
   /**
    * Forgets the token in this tab, and in the browser unless another tab
-   * already replaced or removed it there.
+   * already replaced or removed it there; `refused`: because the host
+   * refused it (the other tabs are told which, {@link onStoredChange}).
    */
-  clear() {
-    if (localStorage.getItem(TOKEN_KEY) === held) localStorage.removeItem(TOKEN_KEY);
+  clear(refused = false) {
+    if (localStorage.getItem(TOKEN_KEY) === held) {
+      // written before the token goes: the other tabs read it when they
+      // see the token gone
+      localStorage.setItem(SIGNOUT_KEY, refused ? "refused" : "logout");
+      localStorage.removeItem(TOKEN_KEY);
+    }
     held = "";
   },
   /** Set by the app: called when the host refuses the token held. */
   onRefused: () => {},
   /**
    * Set by the app: called with the stored token (or "") when another tab
-   * of this browser signed in or out, so that it differs from the one held.
+   * of this browser signed in or out, so that it differs from the one
+   * held; signed out, with why ("refused" or "logout").
    */
   onStoredChange: () => {},
 };
@@ -71,7 +81,7 @@ export const auth = {
 window.addEventListener("storage", (ev) => {
   if (ev.storageArea !== localStorage || (ev.key !== TOKEN_KEY && ev.key !== null)) return;
   const stored = localStorage.getItem(TOKEN_KEY) || "";
-  if (stored !== held) auth.onStoredChange(stored);
+  if (stored !== held) auth.onStoredChange(stored, localStorage.getItem(SIGNOUT_KEY) || "logout");
 });
 
 /**

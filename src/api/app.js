@@ -25,6 +25,7 @@ import {
 import { Timeline } from "./timeline.js";
 
 const REFUSED = "The host refused your token (it may have changed). Paste it again.";
+const REFUSED_ELSEWHERE = "The host refused your token in another tab (it may have changed). Paste it again.";
 const main = document.getElementById("main");
 const top = document.getElementById("top");
 const conn = document.getElementById("conn");
@@ -50,9 +51,16 @@ function boot() {
   // the address stays: signed in again, the person is back where they
   // were (a bookmark or a link opened with a token changed since lands
   // there, not on the bot list)
-  auth.onRefused = () => logout(REFUSED, { keepPlace: true, unsent: true });
+  auth.onRefused = () => logout(REFUSED, { keepPlace: true, unsent: true, refused: true });
   outbox.onSignedOut = signedOut;
-  auth.onStoredChange = (stored) => {
+  auth.onStoredChange = (stored, why) => {
+    // the host refused the token in another tab: what this tab holds
+    // unsent or unconfirmed, and its drafts, are named with their text,
+    // and the address stays, as when the refusal comes here (QA,
+    // 2026-12-06: it read "You logged out in another tab.", dropped the
+    // address and them without a word). A person's "Log out" elsewhere
+    // leaves nothing on the screen, as it does in its own tab.
+    if (!stored && why === "refused") return logout(REFUSED_ELSEWHERE, { keepPlace: true, unsent: true });
     if (!stored) return logout("You logged out in another tab.");
     // another tab signed in, perhaps as someone else: start over as that
     // account rather than show one account's screens with another's token
@@ -109,10 +117,11 @@ function start() {
 
 /** Signs out; the address goes too unless `keepPlace`. With `unsent`
  * (the host refused the token), the messages not yet confirmed are named
- * on the sign-in page, with their text, before they are dropped. */
-function logout(message, { keepPlace = false, unsent = false } = {}) {
+ * on the sign-in page, with their text, before they are dropped;
+ * `refused`: the refusal came to this tab (the other tabs say so). */
+function logout(message, { keepPlace = false, unsent = false, refused = false } = {}) {
   const lost = unsent ? [outbox.unsent(), unsentDrafts()].filter(Boolean).join(" ") : "";
-  auth.clear();
+  auth.clear(refused);
   signals.stop();
   // nothing more is sent for this account, nor kept in this browser
   outbox.clear();

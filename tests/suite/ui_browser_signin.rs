@@ -171,3 +171,73 @@ async fn a_draft_typed_when_the_token_is_refused_is_quoted_at_sign_in() {
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
+
+/// The host refuses the token in another tab of the browser: this tab
+/// says so, names its unconfirmed message and its draft with their text,
+/// and keeps its address, as when the refusal comes to it. (Before, it
+/// read "You logged out in another tab.", dropped the address, and the
+/// message and the draft went without a word: QA, 2026-12-06.)
+#[tokio::test]
+async fn a_refusal_in_another_tab_names_this_tabs_unsent_text() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.find("#conn.live").await;
+    let a = browser.tab().await;
+    // this tab's sends get no answer: one stays unconfirmed
+    browser
+        .js(
+            "const real = window.fetch;
+             window.fetch = (url, opts) => opts && opts.method === 'POST'
+               ? Promise.reject(new TypeError('Failed to fetch'))
+               : real(url, opts);
+             return true;",
+            json!([]),
+        )
+        .await;
+    browser
+        .type_in(
+            ".detail .composer textarea",
+            &format!("sent from the first tab{ENTER}"),
+        )
+        .await;
+    browser
+        .wait_text(".outbox", "sent from the first tab")
+        .await;
+    browser
+        .type_in(".detail .composer textarea", "a draft in the first tab")
+        .await;
+    // another tab finds the token refused
+    browser.new_tab().await;
+    browser.go(&format!("{}/#/bots", host.url)).await;
+    browser.find(".list a[href='#/bots/r']").await;
+    refuse_every_request(&browser).await;
+    browser
+        .wait_text(".login [role=alert]", "The host refused your token")
+        .await;
+    browser.switch_to(&a).await;
+    browser
+        .wait_text(".login [role=alert]", "refused your token in another tab")
+        .await;
+    let alert = browser
+        .js(
+            "return document.querySelector('.login [role=alert]').textContent",
+            json!([]),
+        )
+        .await;
+    let alert = alert.as_str().unwrap_or_default();
+    assert!(
+        alert.contains("“sent from the first tab”")
+            && alert.contains("“a draft in the first tab”")
+            && !alert.starts_with("You logged out"),
+        "{alert}"
+    );
+    assert_eq!(
+        browser.js("return location.hash", json!([])).await,
+        json!("#/bots/r"),
+        "the address stays"
+    );
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
