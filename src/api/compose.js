@@ -161,7 +161,15 @@ export function composer({ label, placeholder: hint, onSend, draftKey = "" }) {
     area.setSelectionRange(area.value.length, area.value.length);
     return true;
   };
-  return { el: form, focus: () => area.focus(), draft, edit };
+  // the text typed and not sent, taken out of the box and its kept
+  // draft: the box is going (its room closed), the text is shown to copy
+  const take = () => {
+    const text = area.value.trim() ? area.value : "";
+    area.value = "";
+    keep();
+    return text;
+  };
+  return { el: form, focus: () => area.focus(), draft, edit, take };
 }
 
 /**

@@ -231,8 +231,16 @@ async function openRoom(ctx, detail, id, seq) {
     paintClosed();
     paintTitle();
     note.textContent = "";
+    keepTyped("the room was closed");
     if (box.el.isConnected) box.el.replaceWith(closedLine);
     loadRooms();
+  };
+  // the message box goes: what was typed in it and not sent is quoted
+  // beside the line that replaces it, to copy (it vanished with the box,
+  // left only in the tab's storage: QA, 2026-12-06)
+  const keepTyped = (why) => {
+    const typed = box.take();
+    if (typed) unsent.append(h("p", { class: "hint" }, `Typed and not sent, ${why}: `, h("q", null, typed)));
   };
   const paintClosed = () => {
     closedLine.replaceChildren(
@@ -257,6 +265,7 @@ async function openRoom(ctx, detail, id, seq) {
     clearInterval(ctx.poll);
     ctx.poll = 0;
     note.textContent = "";
+    keepTyped("you are no longer in this room");
     lostLine.replaceChildren(
       h("p", null, h("strong", null, "You are no longer in this room"), ". Its owner took your bots out of it, so you no longer read or post here. ", h("a", { href: "#/rooms" }, "Your rooms")),
       unsent,
@@ -314,7 +323,11 @@ async function openRoom(ctx, detail, id, seq) {
     note.textContent = "";
   });
   paintTitle();
-  if (room.closed_at) paintClosed();
+  if (room.closed_at) {
+    paintClosed();
+    // a draft kept from before the close (typed in another load of the page)
+    keepTyped("the room was closed");
+  }
   const head = h(
     "header",
     { class: "conv-head" },

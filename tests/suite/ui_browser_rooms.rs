@@ -209,7 +209,9 @@ async fn a_post_refused_after_you_were_taken_out_says_so_with_its_text() {
 }
 
 /// The owner's open room learns of its close live (the close notice's
-/// change signal): the box gives way to the closed line at once.
+/// change signal): the box gives way to the closed line at once, and
+/// what was typed in it and not sent is quoted there to copy (it
+/// vanished with the box: QA, 2026-12-06).
 #[tokio::test]
 async fn a_room_closed_while_open_loses_its_message_box() {
     let Some((browser, host)) = shared_room("standup").await else {
@@ -217,12 +219,20 @@ async fn a_room_closed_while_open_loses_its_message_box() {
     };
     ui_page::open(&browser, &host, "#/rooms/standup").await;
     browser.find("#conn.live").await;
-    browser.find(".detail .composer textarea").await;
+    browser
+        .type_in(".detail .composer textarea", "a draft for the room")
+        .await;
     close_room(&host, "standup").await;
     browser
         .wait_text(".room-closed", "You closed this room")
         .await;
     assert_eq!(browser.count(".composer").await, 0);
+    browser
+        .wait_text(".room-closed", "Typed and not sent, the room was closed")
+        .await;
+    browser
+        .wait_text(".room-closed q", "a draft for the room")
+        .await;
     browser
         .wait_text(".list a[href='#/rooms/standup'] .state.closed", "closed")
         .await;
