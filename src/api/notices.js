@@ -50,8 +50,10 @@ export function forPeople(text, turn) {
 /**
  * The list item of notice entry `e`. `retried(turn)`: the host queued
  * turn `turn` again (the view shows the bot working again).
+ * `register(turn, gone)`: the view calls `gone(label)` once the host
+ * would no longer retry the turn; the button then reads `label`.
  */
-export function noticeItem(e, retried) {
+export function noticeItem(e, retried, register = () => {}) {
   const quiet = e.code === "unknown_mention" || str(e.code).startsWith("room_run_");
   const bad = e.code === "turn_failed" || e.code === "budget_exhausted";
   const { text, command } = forPeople(str(e.text), e.retry_turn ? str(e.retry_turn) : null);
@@ -90,6 +92,14 @@ export function noticeItem(e, retried) {
       }
     });
     line.append(retry);
+    register(str(e.retry_turn), (label) => {
+      // a button this page clicked keeps what its answer said ("Queued
+      // again (1)")
+      if (retry.textContent !== "Retry") return;
+      retry.textContent = label;
+      off(true);
+      if (cli) cli.remove();
+    });
   }
   const cli = command ? h("p", { class: "hint cli" }, "From a terminal: ", h("code", null, command)) : null;
   return h("li", { class: `entry notice${bad ? " bad" : ""}`, role: quiet ? null : "note" }, line, cli);

@@ -124,9 +124,11 @@ export class Timeline {
     this.bySeq = new Map();
     this.approvals = new Map();
     this.unanswered = new Set();
-    // turn id → {inputs, seq} of its turn_end, and input seq → seq of the
-    // last turn_end that answered it: what a Retry puts back
+    // turn id → {inputs, seq, status} of its turn_end, and input seq →
+    // seq of the last turn_end that answered it: what a Retry puts back
     this.turnEnds = new Map();
+    /** turn → what marks its notice's Retry gone ({@link settleRetries}). */
+    this.retryable = new Map();
     this.answeredAt = new Map();
     this.low = 0;
     this.held = 0;
@@ -466,7 +468,8 @@ export class Timeline {
             this.answeredAt.set(s, Math.max(this.answeredAt.get(s) || 0, e.seq));
           }
         }
-        if (e.turn) this.turnEnds.set(e.turn, { inputs: e.inputs || [], seq: e.seq });
+        if (e.turn) this.turnEnds.set(e.turn, { inputs: e.inputs || [], seq: e.seq, status: str(e.status) });
+        this.settleRetries();
         const tokens = e.usage ? e.usage.prompt_tokens + e.usage.completion_tokens : 0;
         const parts = [`turn ${str(e.status)}`, `${e.deliveries} ${e.deliveries === 1 ? "reply" : "replies"}`];
         if (tokens) parts.push(`${count(tokens)} tokens`);
@@ -526,7 +529,41 @@ export class Timeline {
   }
 
   notice(e) {
-    return noticeItem(e, (turn) => this.retried(turn));
+    const item = noticeItem(
+      e,
+      (turn) => this.retried(turn),
+      (turn, gone) => this.retryable.set(turn, gone),
+    );
+    // its turn's end and the later ones may be held already (a page of
+    // earlier entries comes after the newer ones)
+    this.settleRetries();
+    return item;
+  }
+
+  /**
+   * The Retry of a notice whose turn the host would no longer run says so
+   * as the turn ends that takes its place, and stops being a button: its
+   * inputs were taken by a later turn that ended (a retry), or a later
+   * turn that had them in its context completed (the host refuses the
+   * retry, which would answer them again without what came after). It
+   * was offered again after a reload, and every click failed (QA).
+   */
+  settleRetries() {
+    for (const [turn, gone] of this.retryable) {
+      const ended = this.turnEnds.get(turn);
+      if (!ended || !ended.inputs.length) continue;
+      const first = Math.min(...ended.inputs);
+      const taken = ended.inputs.every((s) => (this.answeredAt.get(s) || 0) > ended.seq);
+      const answered =
+        taken ||
+        [...this.turnEnds.values()].some(
+          (t) => t.seq > ended.seq && t.status === "completed" && t.inputs.some((s) => s > first && !ended.inputs.includes(s)),
+        );
+      if (answered) {
+        this.retryable.delete(turn);
+        gone(taken ? "Retried" : "Answered by a later turn");
+      }
+    }
   }
 
   /**

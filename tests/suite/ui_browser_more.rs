@@ -3,8 +3,8 @@
 //! and says when more are waiting, with "Show more" (it drew the first
 //! 100 and said nothing of the rest, while the badge counted 105), and a
 //! notice's Retry that the host will not run (a later turn already
-//! answered its messages) says so under the notice instead of staying a
-//! button every click of which fails (QA, 2026-12-05).
+//! answered its messages) says so instead of staying a button every
+//! click of which fails (QA, 2026-12-05 and 2026-12-06).
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
 //! installed ([`ui_page::start`]).
@@ -81,7 +81,7 @@ async fn the_approvals_page_shows_more_than_a_hundred_waiting() {
 }
 
 #[tokio::test]
-async fn a_retry_the_host_will_not_run_says_why_under_its_notice() {
+async fn a_retry_the_host_will_not_run_is_no_button() {
     let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
         return;
     };
@@ -92,17 +92,20 @@ async fn a_retry_the_host_will_not_run_says_why_under_its_notice() {
     assert_eq!(end["status"], "completed", "{end}");
 
     ui_page::open_dm(&browser, &host, "r").await;
-    assert_eq!(browser.count(".entry.notice .cli").await, 1);
-    browser.click(".entry.notice button").await;
-    browser.wait_text(".entry.notice", "Not retried").await;
+    // the page holds the later turn's end: the notice says it was
+    // answered, offers no Retry (QA, 2026-12-06: one was offered on every
+    // load, and each click failed) nor the terminal's command, which the
+    // host refuses alike
     browser
-        .wait_text(".entry.notice .why-not", "already answered")
+        .wait_text(".entry.notice button", "Answered by a later turn")
         .await;
-    // nor is the terminal's command offered, which the host refuses alike
     assert_eq!(browser.count(".entry.notice .cli").await, 0);
-    // the button is done: another click asks nothing
+    // a click asks nothing
     browser.click(".entry.notice button").await;
-    assert_eq!(browser.count(".entry.notice .why-not").await, 1);
+    assert_eq!(browser.count(".entry.notice .why-not").await, 0);
+    browser
+        .wait_text(".entry.notice button", "Answered by a later turn")
+        .await;
     ui_page::finish(browser, host).await;
 }
 
@@ -122,8 +125,9 @@ fn held_after_failure(request: &Value, gate: &watch::Receiver<bool>) -> Reply {
 
 /// A Retry the host refuses while a later turn with the same messages
 /// still runs (`409` with `transient`) stays a button: the toast says
-/// why, and once that turn answered, the next click reads "Not retried".
-/// (The page told the two apart by matching the host's words.)
+/// why, and once that turn answered, it reads "Answered by a later turn"
+/// and is no button. (The page told the two apart by matching the host's
+/// words.)
 #[tokio::test]
 async fn a_retry_refused_while_a_later_turn_runs_stays_a_button() {
     let (open, gate) = watch::channel(false);
@@ -155,11 +159,23 @@ async fn a_retry_refused_while_a_later_turn_runs_stays_a_button() {
         .wait_turn_end(&session, later["seq"].as_i64().unwrap())
         .await;
     assert_eq!(end["status"], "completed", "{end}");
-    browser.click(".entry.notice button").await;
-    browser.wait_text(".entry.notice", "Not retried").await;
+    // that turn answered: the button says so as its end comes, without a
+    // click that would fail, and again after a reload (it was a Retry
+    // every click of which failed: QA, 2026-12-06)
+    let gone = "const b = document.querySelector('.entry.notice button'); return (b.textContent === 'Answered by a later turn' && b.getAttribute('aria-disabled') === 'true') || null";
     browser
-        .wait_text(".entry.notice .why-not", "already answered")
+        .wait_js("the Retry marked answered", gone, json!([]))
         .await;
+    browser
+        .js("location.reload(); return true", json!([]))
+        .await;
+    browser.find(".detail .composer textarea").await;
+    browser
+        .wait_js("the Retry marked answered after a reload", gone, json!([]))
+        .await;
+    browser.click(".entry.notice button").await;
+    assert_eq!(browser.count(".entry.notice .why-not").await, 0);
+    assert_eq!(browser.count(".entry.notice .cli").await, 0);
     ui_page::finish(browser, host).await;
     server.shutdown().await;
 }
