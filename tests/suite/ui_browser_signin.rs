@@ -33,6 +33,21 @@ async fn refuse_every_request(browser: &Browser) {
         .await;
 }
 
+/// From now on the page's sends (its POSTs) get no answer, as from a
+/// host that is away; its reads still go through.
+async fn sends_get_no_answer(browser: &Browser) {
+    browser
+        .js(
+            "const real = window.fetch;
+             window.fetch = (url, opts) => opts && opts.method === 'POST'
+               ? Promise.reject(new TypeError('Failed to fetch'))
+               : real(url, opts);
+             return true;",
+            json!([]),
+        )
+        .await;
+}
+
 #[tokio::test]
 async fn a_link_opened_with_a_changed_token_opens_after_signing_in_again() {
     let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
@@ -85,16 +100,7 @@ async fn a_message_unconfirmed_when_the_token_is_refused_is_named_at_sign_in() {
     ui_page::open_dm(&browser, &host, "r").await;
     browser.find("#conn.live").await;
     // the page's sends get no answer
-    browser
-        .js(
-            "const real = window.fetch;
-             window.fetch = (url, opts) => opts && opts.method === 'POST'
-               ? Promise.reject(new TypeError('Failed to fetch'))
-               : real(url, opts);
-             return true;",
-            json!([]),
-        )
-        .await;
+    sends_get_no_answer(&browser).await;
     browser
         .type_in(
             ".detail .composer textarea",
@@ -186,16 +192,7 @@ async fn a_refusal_in_another_tab_names_this_tabs_unsent_text() {
     browser.find("#conn.live").await;
     let a = browser.tab().await;
     // this tab's sends get no answer: one stays unconfirmed
-    browser
-        .js(
-            "const real = window.fetch;
-             window.fetch = (url, opts) => opts && opts.method === 'POST'
-               ? Promise.reject(new TypeError('Failed to fetch'))
-               : real(url, opts);
-             return true;",
-            json!([]),
-        )
-        .await;
+    sends_get_no_answer(&browser).await;
     browser
         .type_in(
             ".detail .composer textarea",
