@@ -141,3 +141,65 @@ async fn a_new_room_is_signalled_to_its_owner_at_seq_0() {
     );
     host.shutdown().await;
 }
+
+/// Regression (QA): a retry writes no entry, so the change stream said
+/// nothing of the conversation until the retried turn stored its first
+/// step: another tab of the page showed the bot idle, with no Stop,
+/// through a slow first model call. The retry signals the session at its
+/// latest seq at once.
+#[tokio::test]
+async fn a_retry_signals_its_conversation_at_once() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::Ordering;
+
+    use crate::support::openai_server::OpenAiServer;
+    use crate::support::openai_server::Reply;
+
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let calls = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = OpenAiServer::builder()
+        .responder(move |_| {
+            // the first turn fails; the retried one waits for the gate
+            if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                Reply::error(400, "this test refuses the first call")
+            } else {
+                let args = serde_json::json!({ "text": "answered" }).to_string();
+                Reply::tool_call("call_1", "SendMessage", args).hold_until(gate.clone())
+            }
+        })
+        .start()
+        .await;
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("r", "main", &["SendMessage"])
+        .start()
+        .await;
+    let (session, end) = host.end_turn("r", "first try").await;
+    assert_eq!(end["status"], "failed", "{end}");
+    let turn = end["turn"].as_str().unwrap().to_owned();
+    let last = host
+        .entries(&session)
+        .await
+        .last()
+        .and_then(|e| e["seq"].as_i64())
+        .unwrap();
+
+    let client = Client::new(&host.url, TOKEN).unwrap();
+    let mut events = client.events().await.unwrap();
+    assert_eq!(next(&mut events).await.event, "ready");
+    let (status, body) = host
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/turns/{turn}/retry"),
+            TOKEN,
+            Some(serde_json::json!({})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // before the retried turn's model call answers (the gate is shut)
+    until_change(&mut events, &session, last).await;
+    open.send_replace(true);
+    host.wait_delivery(&session, "answered").await;
+    host.shutdown().await;
+    server.shutdown().await;
+}

@@ -202,7 +202,7 @@ impl Writer {
                 self.count_turn_end(&bot, &was, *status)?;
                 Ok(MutationResult::Done)
             }
-            Mutation::RequeueInputs { turn } => self.requeue_inputs(*turn),
+            Mutation::RequeueInputs { turn } => self.requeue_inputs(*turn, touched),
             Mutation::Limited(limited) => self.apply_limited(limited, touched),
             Mutation::RequeueSubagentTask { turn, max_running } => {
                 self.requeue_subagent_task(*turn, *max_running, touched)

@@ -8,9 +8,11 @@ use std::collections::HashSet;
 use rusqlite::OptionalExtension;
 use rusqlite::params;
 
+use super::super::Touched;
 use super::super::Writer;
 use crate::error::Result;
 use crate::error::StoreError;
+use crate::ids::SessionId;
 use crate::ids::TurnId;
 use crate::record::TurnStatus;
 use crate::store::mutation::MutationResult;
@@ -36,7 +38,11 @@ impl Writer {
     /// (`ContextBound`), so it would answer them again without the rest
     /// of the conversation. Read in the transaction of the requeue, so a
     /// later turn's first step committed before it is seen.
-    pub(super) fn requeue_inputs(&mut self, turn: TurnId) -> Result<MutationResult> {
+    pub(super) fn requeue_inputs(
+        &mut self,
+        turn: TurnId,
+        touched: &mut Touched,
+    ) -> Result<MutationResult> {
         let row: Option<(String, String, String, String)> = self
             .conn
             .prepare_cached("SELECT bot_id, session_id, inputs, status FROM turns WHERE id = ?1")?
@@ -102,6 +108,21 @@ impl Writer {
         let mut n = 0;
         for h in &held {
             n += requeue.execute(params![bot, h.gid, turn])?;
+        }
+        if n > 0 {
+            // a retry writes no entry, and nothing told the other clients
+            // of the conversation that the bot works on it again until the
+            // retried turn stored its first step (QA: another tab of the
+            // page showed it idle, with no Stop, through a slow first
+            // model call): its change stream signals the session at its
+            // latest seq, and a client reading after it finds nothing new
+            // but reads the bot again
+            let last: i64 = self
+                .conn
+                .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM entries WHERE session_id = ?1")?
+                .query_row(params![session], |r| r.get(0))?;
+            let at = touched.entry(session.parse::<SessionId>()?).or_insert(0);
+            *at = (*at).max(last);
         }
         Ok(MutationResult::Count(n))
     }
