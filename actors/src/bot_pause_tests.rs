@@ -4,17 +4,12 @@
 //! whose clock the test moves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use crate::tools::Workspace;
 use async_trait::async_trait;
 use botfleet_memory::EntryKind;
 use botfleet_memory::ManualClock;
-use botfleet_memory::SessionId;
-use botfleet_memory::Store;
-use botfleet_memory::StoreOptions;
 use botfleet_memory::TurnStatus;
 use botfleet_memory::UserId;
 use pretty_assertions::assert_eq;
@@ -22,8 +17,6 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::BotStatus;
-use crate::FleetSettings;
-use crate::Runtime;
 use crate::fleet::FleetHandle;
 use crate::model::Model;
 use crate::model::ModelError;
@@ -34,9 +27,12 @@ use crate::model::StreamSink;
 use crate::model::Usage;
 use crate::tools::ToolRegistry;
 use crate::tools::test_support::alices_bot;
+use crate::tools::test_support::deliveries;
+use crate::tools::test_support::ends;
+use crate::tools::test_support::fleet_runtime_on;
 use crate::tools::test_support::next_call;
-use crate::tools::test_support::next_change;
 use crate::tools::test_support::tool_step;
+use crate::tools::test_support::turns_ended;
 
 /// Each call: a reply that spends 100 tokens, past the bot's budget of
 /// 50, so the turn ends after it and the bot pauses.
@@ -75,32 +71,6 @@ impl Model for SpendingModel {
     }
 }
 
-/// The ends of the turns in `session` so far, in order.
-async fn ends(store: &Store, session: SessionId) -> Vec<TurnStatus> {
-    store
-        .entries_after(session, 0, 1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            EntryKind::TurnEnd { status, .. } => Some(status),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Waits until `session` holds `n` turn ends.
-async fn until_ends(store: &Store, session: SessionId, n: usize) -> Vec<TurnStatus> {
-    let mut changes = store.subscribe();
-    loop {
-        let ended = ends(store, session).await;
-        if ended.len() >= n {
-            return ended;
-        }
-        next_change(&mut changes, "no turn ended within 30 s").await;
-    }
-}
-
 /// The bot's published status once `pick` holds for it (its turn's end
 /// is written before the bot has taken it in), for at most 30 s.
 async fn until_status(fleet: &FleetHandle, pick: impl Fn(&BotStatus) -> bool) -> BotStatus {
@@ -126,21 +96,16 @@ async fn until_status(fleet: &FleetHandle, pick: impl Fn(&BotStatus) -> bool) ->
 #[tokio::test]
 async fn a_message_after_the_pause_ends_by_the_wall_clock_is_answered() {
     let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(&dir.path().join("ws")).unwrap();
     let clock = ManualClock::new("2026-06-01T23:58:00Z".parse().unwrap());
-    let store = Store::open(StoreOptions {
-        clock: Arc::new(clock.clone()),
-        ..StoreOptions::new(dir.path().join("db.sqlite"))
-    })
-    .unwrap();
-    let mut settings = FleetSettings::new(ws.root().to_path_buf());
-    settings.debounce = std::time::Duration::ZERO;
-    settings.extract_memory = false;
     let model: Arc<dyn Model> = Arc::new(SpendingModel {
         calls: Mutex::new(0),
     });
-    let models = HashMap::from([("p".to_owned(), model)]);
-    let rt = Runtime::new(store, models, ToolRegistry::builtin(), settings, ws);
+    let rt = fleet_runtime_on(
+        dir.path(),
+        model,
+        ToolRegistry::builtin(),
+        Arc::new(clock.clone()),
+    );
     let mut bot = alices_bot(&["SendMessage"]);
     bot.settings = json!({ "daily_token_budget": 50 });
     let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
@@ -150,7 +115,7 @@ async fn a_message_after_the_pause_ends_by_the_wall_clock_is_answered() {
     let session = req.entry.session;
     fleet.admit(req).await.unwrap();
     assert_eq!(
-        until_ends(fleet.store(), session, 1).await,
+        ends(&turns_ended(fleet.store(), session, 1).await),
         vec![TurnStatus::Completed]
     );
     let midnight = "2026-06-02T00:00:00Z"
@@ -164,19 +129,16 @@ async fn a_message_after_the_pause_ends_by_the_wall_clock_is_answered() {
     clock.set("2026-06-02T00:00:05Z".parse().unwrap());
     let req = crate::protocol::user_message(&alice, &bot, "good morning", None);
     fleet.admit(req).await.unwrap();
+    let entries = turns_ended(fleet.store(), session, 2).await;
     assert_eq!(
-        until_ends(fleet.store(), session, 2).await,
+        ends(&entries),
         vec![TurnStatus::Completed, TurnStatus::Completed]
     );
-    let entries = fleet.store().entries_after(session, 0, 1000).await.unwrap();
-    let said: Vec<&str> = entries
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EntryKind::Delivery { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(said, vec!["reply 0", "reply 1"], "{entries:#?}");
+    assert_eq!(
+        deliveries(&entries),
+        vec!["reply 0", "reply 1"],
+        "{entries:#?}"
+    );
     assert!(
         !entries.iter().any(
             |e| matches!(&e.kind, EntryKind::Notice { code, .. } if code == "budget_exhausted")

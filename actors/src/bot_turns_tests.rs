@@ -25,7 +25,9 @@ use crate::model::Purpose;
 use crate::model::StreamSink;
 use crate::tools::ToolRegistry;
 use crate::tools::test_support::alices_bot;
+use crate::tools::test_support::deliveries;
 use crate::tools::test_support::done;
+use crate::tools::test_support::ends;
 use crate::tools::test_support::fleet_runtime;
 use crate::tools::test_support::next_call;
 use crate::tools::test_support::next_change;
@@ -97,26 +99,6 @@ async fn run_turn_of(answers: Vec<Answer>) -> Vec<Entry> {
     let entries = turn_ended(fleet.store(), session).await;
     fleet.shutdown().await;
     entries
-}
-
-fn ends(entries: &[Entry]) -> Vec<TurnStatus> {
-    entries
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EntryKind::TurnEnd { status, .. } => Some(*status),
-            _ => None,
-        })
-        .collect()
-}
-
-fn deliveries(entries: &[Entry]) -> Vec<String> {
-    entries
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EntryKind::Delivery { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Three crashes, each after a resumed run finished a step: none is "in a

@@ -130,8 +130,28 @@ impl ToolFixture {
 /// `model`, the tools are `tools`, a message starts its turn at once and
 /// no memory is extracted after it.
 pub(crate) fn fleet_runtime(dir: &Path, model: Arc<dyn Model>, tools: ToolRegistry) -> Runtime {
+    fleet_runtime_on(
+        dir,
+        model,
+        tools,
+        StoreOptions::new(dir.join("db.sqlite")).clock,
+    )
+}
+
+/// [`fleet_runtime`] on a store whose clock is `clock` (a test's
+/// `ManualClock`).
+pub(crate) fn fleet_runtime_on(
+    dir: &Path,
+    model: Arc<dyn Model>,
+    tools: ToolRegistry,
+    clock: Arc<dyn botfleet_memory::Clock>,
+) -> Runtime {
     let ws = Workspace::open(&dir.join("ws")).unwrap();
-    let store = Store::open(StoreOptions::new(dir.join("db.sqlite"))).unwrap();
+    let store = Store::open(StoreOptions {
+        clock,
+        ..StoreOptions::new(dir.join("db.sqlite"))
+    })
+    .unwrap();
     let mut settings = FleetSettings::new(ws.root().to_path_buf());
     settings.debounce = Duration::ZERO;
     settings.extract_memory = false;
@@ -283,17 +303,41 @@ pub(crate) async fn next_change(changes: &mut broadcast::Receiver<Change>, what:
 
 /// The entries of `session` once a turn has ended there.
 pub(crate) async fn turn_ended(store: &Store, session: SessionId) -> Vec<Entry> {
+    turns_ended(store, session, 1).await
+}
+
+/// The entries of `session` once `n` turns have ended there.
+pub(crate) async fn turns_ended(store: &Store, session: SessionId, n: usize) -> Vec<Entry> {
     let mut changes = store.subscribe();
     loop {
         let entries = store.entries_after(session, 0, 1000).await.unwrap();
-        if entries
-            .iter()
-            .any(|e| matches!(e.kind, EntryKind::TurnEnd { .. }))
-        {
+        if ends(&entries).len() >= n {
             return entries;
         }
         next_change(&mut changes, "no turn ended within 30 s").await;
     }
+}
+
+/// How the turns of `entries` ended, in order.
+pub(crate) fn ends(entries: &[Entry]) -> Vec<botfleet_memory::TurnStatus> {
+    entries
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::TurnEnd { status, .. } => Some(*status),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The texts delivered in `entries`, in order.
+pub(crate) fn deliveries(entries: &[Entry]) -> Vec<String> {
+    entries
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::Delivery { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 thread_local! {
