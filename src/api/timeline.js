@@ -127,7 +127,7 @@ export class Timeline {
     // turn id → {inputs, seq, status} of its turn_end, and input seq →
     // seq of the last turn_end that answered it: what a Retry puts back
     this.turnEnds = new Map();
-    /** turn → what marks its notice's Retry gone ({@link settleRetries}). */
+    /** turn → what marks its notice's Retry gone ({@link settleRetry}). */
     this.retryable = new Map();
     this.answeredAt = new Map();
     this.low = 0;
@@ -468,8 +468,11 @@ export class Timeline {
             this.answeredAt.set(s, Math.max(this.answeredAt.get(s) || 0, e.seq));
           }
         }
-        if (e.turn) this.turnEnds.set(e.turn, { inputs: e.inputs || [], seq: e.seq, status: str(e.status) });
-        this.settleRetries();
+        const end = { inputs: e.inputs || [], seq: e.seq, status: str(e.status) };
+        if (e.turn) this.turnEnds.set(e.turn, end);
+        // each Retry against this end alone; a Retry of this very turn
+        // against every end held (later ones may have come first)
+        for (const turn of [...this.retryable.keys()]) this.settleRetry(turn, turn === e.turn ? this.turnEnds.values() : [end]);
         const tokens = e.usage ? e.usage.prompt_tokens + e.usage.completion_tokens : 0;
         const parts = [`turn ${str(e.status)}`, `${e.deliveries} ${e.deliveries === 1 ? "reply" : "replies"}`];
         if (tokens) parts.push(`${count(tokens)} tokens`);
@@ -536,7 +539,7 @@ export class Timeline {
     );
     // its turn's end and the later ones may be held already (a page of
     // earlier entries comes after the newer ones)
-    this.settleRetries();
+    if (e.retry_turn) this.settleRetry(str(e.retry_turn), this.turnEnds.values());
     return item;
   }
 
@@ -548,21 +551,16 @@ export class Timeline {
    * retry, which would answer them again without what came after). It
    * was offered again after a reload, and every click failed (QA).
    */
-  settleRetries() {
-    for (const [turn, gone] of this.retryable) {
-      const ended = this.turnEnds.get(turn);
-      if (!ended || !ended.inputs.length) continue;
-      const first = Math.min(...ended.inputs);
-      const taken = ended.inputs.every((s) => (this.answeredAt.get(s) || 0) > ended.seq);
-      const answered =
-        taken ||
-        [...this.turnEnds.values()].some(
-          (t) => t.seq > ended.seq && t.status === "completed" && t.inputs.some((s) => s > first && !ended.inputs.includes(s)),
-        );
-      if (answered) {
-        this.retryable.delete(turn);
-        gone(taken ? "Retried" : "Answered by a later turn");
-      }
+  settleRetry(turn, ends) {
+    const gone = this.retryable.get(turn);
+    const ended = this.turnEnds.get(turn);
+    if (!gone || !ended || !ended.inputs.length) return;
+    const taken = ended.inputs.every((s) => (this.answeredAt.get(s) || 0) > ended.seq);
+    const first = Math.min(...ended.inputs);
+    const answers = (t) => t.seq > ended.seq && t.status === "completed" && t.inputs.some((s) => s > first && !ended.inputs.includes(s));
+    if (taken || [...ends].some(answers)) {
+      this.retryable.delete(turn);
+      gone(taken ? "Retried" : "Answered by a later turn");
     }
   }
 
