@@ -586,6 +586,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 env: None,
                 // this binary is the Shell sandbox's launcher (`sandbox-exec`)
                 shell_launcher: std::env::current_exe().ok(),
+                clock: None,
             })
             .await
         }

@@ -67,6 +67,20 @@ pub struct HostOptions {
     /// The `botfleet` binary, the Shell sandbox's launcher (src/sandbox.rs);
     /// none: no sandbox (and no Shell if it is required).
     pub shell_launcher: Option<PathBuf>,
+    /// The store's wall clock (stored times, the day a daily budget
+    /// counts): none, the system's. Tests give one that cannot cross a
+    /// UTC midnight under them.
+    pub clock: Option<WallClock>,
+}
+
+/// A wall clock for [`HostOptions::clock`].
+#[derive(Clone)]
+pub struct WallClock(pub Arc<dyn botfleet_memory::Clock>);
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WallClock({} ms)", self.0.now_ms())
+    }
 }
 
 impl HostOptions {
@@ -133,6 +147,18 @@ impl RunningHost {
     /// Base URL of the API.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+}
+
+/// The store's options at `path`, on `clock` if one is given.
+fn store_options(path: PathBuf, clock: Option<&WallClock>) -> StoreOptions {
+    let options = StoreOptions::new(path);
+    match clock {
+        Some(WallClock(clock)) => StoreOptions {
+            clock: clock.clone(),
+            ..options
+        },
+        None => options,
     }
 }
 
@@ -205,7 +231,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             .then(|| workspace_dir.canonicalize().ok())
             .flatten()
             .map(|p| p.display().to_string()),
-        ..StoreOptions::new(data_dir.join(notes::STORE_FILE))
+        ..store_options(data_dir.join(notes::STORE_FILE), opts.clock.as_ref())
     })
     .map_err(|e| anyhow::anyhow!(store_open_error(&data_dir, &e)))?;
     if store.was_restored() {

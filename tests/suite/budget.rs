@@ -31,6 +31,7 @@ fn bot<'a>(bots: &'a Value, id: &str) -> &'a Value {
 #[tokio::test]
 async fn the_turn_that_spends_the_budget_pauses_the_bot_at_its_end() {
     let fleet = TestFleet::new()
+        .midday()
         .script("s", SCRIPT)
         .bot("r", "s", &["SendMessage"])
         .bot_lines("daily_token_budget = 300")
@@ -64,7 +65,7 @@ async fn the_turn_that_spends_the_budget_pauses_the_bot_at_its_end() {
         let at = b["paused_until"]
             .as_i64()
             .unwrap_or_else(|| panic!("paused once the turn ended: {b:#}"));
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = host.fleet.now_ms();
         let day = 86_400_000;
         assert!(at > now && at - now <= day && at % day == 0, "{b:#}");
         until = Some(at);

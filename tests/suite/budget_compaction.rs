@@ -95,6 +95,7 @@ async fn a_compaction_stops_between_chunks_once_the_budget_is_spent() {
         .start()
         .await;
     let host = TestFleet::new()
+        .midday()
         .openai(
             "main",
             &server.base_url(),
@@ -194,6 +195,7 @@ async fn a_turn_waits_for_the_usage_of_an_extraction_in_flight() {
         .start()
         .await;
     let fleet = TestFleet::new()
+        .midday()
         .openai("main", &server.base_url(), "max_retries = 0")
         .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = true\n")
         .bot("r", "main", &["SendMessage"])

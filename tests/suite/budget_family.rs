@@ -119,6 +119,7 @@ fn used_today(bot: &Value) -> u64 {
 async fn subagents_spend_their_parents_budget_and_stop_with_it() {
     let server = OpenAiServer::builder().responder(reply).start().await;
     let host = TestFleet::new()
+        .midday()
         .openai("main", &server.base_url(), "max_retries = 0")
         .bot(
             "p",
@@ -268,6 +269,7 @@ async fn a_bot_made_by_a_budgeted_bot_takes_its_budget() {
         .start()
         .await;
     let host = TestFleet::new()
+        .midday()
         .openai("main", &server.base_url(), "max_retries = 0")
         .bot("maker", "main", &["SendMessage", "CreateAgent"])
         .bot_lines("daily_token_budget = 5000")

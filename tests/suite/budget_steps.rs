@@ -63,6 +63,7 @@ async fn bot(host: &TestHost, id: &str) -> Value {
 /// daily budget of 50 tokens.
 async fn with_budget_of_50(script: &str) -> TestHost {
     TestFleet::new()
+        .midday()
         .script("s", script)
         .bot("r", "s", &["SendMessage", "Remember"])
         .bot_lines("daily_token_budget = 50")
@@ -164,6 +165,7 @@ async fn a_turn_that_answered_before_the_budget_ran_out_ends_completed() {
 #[tokio::test]
 async fn no_fact_extraction_runs_after_the_turn_that_spent_the_budget() {
     let host = TestFleet::new()
+        .midday()
         .script("s", WITH_EXTRACTION)
         .runtime("debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = true\n")
         .bot("r", "s", &["SendMessage"])

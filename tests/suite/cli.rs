@@ -333,6 +333,7 @@ async fn a_command_whose_stdout_fails_says_so() {
 #[tokio::test]
 async fn send_to_a_bot_paused_by_its_budget_ends_at_once_with_the_notice() {
     let host = TestFleet::new()
+        .midday()
         .script("s", ECHO)
         .bot("r", "s", &["SendMessage"])
         .bot_lines("daily_token_budget = 1")
@@ -393,6 +394,7 @@ async fn send_to_a_bot_paused_by_its_budget_ends_at_once_with_the_notice() {
 /// first turn spends it, and it is paused after.
 async fn paused_after_one_turn() -> crate::support::fleet::TestHost {
     TestFleet::new()
+        .midday()
         .script("s", ECHO)
         .bot("r", "s", &["SendMessage"])
         .bot_lines("daily_token_budget = 1")

@@ -149,6 +149,7 @@ async fn a_spent_daily_budget_pauses_the_bot_visibly_and_keeps_messages() {
 steps = [ { tool = "SendMessage", args = { text = "answer" } } ]
 "#;
     let fleet = TestFleet::new()
+        .midday()
         .script("s", script)
         .bot("r", "s", &["SendMessage"]);
     let path = fleet.write();

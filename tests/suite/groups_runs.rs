@@ -167,6 +167,7 @@ async fn silent_members_end_the_run_after_one_pass() {
 #[tokio::test]
 async fn a_member_out_of_its_daily_budget_fails_its_turns_and_the_room_goes_on() {
     let host = TestFleet::new()
+        .midday()
         .script("s", TALKER)
         .bot("a", "s", &["SendMessage"])
         .bot("cheap", "s", &["SendMessage"])

@@ -35,6 +35,7 @@ async fn a_hook_secret_from_the_environment_with_whitespace_around_it_stops_the_
             listen: None,
             env: Some(HashMap::from([(VAR.to_owned(), value.to_owned())])),
             shell_launcher: Some(BIN.into()),
+            clock: None,
         })
     };
     for value in [

@@ -373,6 +373,7 @@ async fn the_fleet_file_does_not_take_another_persons_made_bot() {
         listen: None,
         env: Some(std::collections::HashMap::new()),
         shell_launcher: None,
+        clock: None,
     })
     .await;
     let Err(e) = refused else {

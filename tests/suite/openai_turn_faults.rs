@@ -111,6 +111,7 @@ async fn provider_without_token_counts() -> String {
 async fn a_usage_without_token_counts_is_counted_toward_the_daily_budget() {
     let base_url = provider_without_token_counts().await;
     let host = TestFleet::new()
+        .midday()
         .openai("main", &base_url, "stream = false\nmax_retries = 0")
         .bot("r", "main", &["SendMessage"])
         .bot_lines("daily_token_budget = 1")

@@ -41,6 +41,7 @@ async fn a_count_past_belief_is_not_taken_and_the_budget_still_holds() {
         .start()
         .await;
     let host = TestFleet::new()
+        .midday()
         .openai(
             "main",
             &server.base_url(),

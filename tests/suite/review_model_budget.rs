@@ -25,6 +25,7 @@ async fn a_spent_budget_asks_a_person_instead_of_the_reviewer() {
         .start()
         .await;
     let host = TestFleet::new()
+        .midday()
         .script("s", SCRIPT)
         .openai("rev", &server.base_url(), "max_retries = 0")
         .bot("r", "s", &["SendMessage", "Shell"])

@@ -158,6 +158,7 @@ async fn a_paused_member_in_a_shared_room_shows_others_no_token_use() {
     // alice's `cheap` spends its budget in its first turn; bob's `d` is
     // shareable, so the room is shared and bob reads its timeline
     let host = TestFleet::new()
+        .midday()
         .script("s", TALKER)
         .bot("cheap", "s", &["SendMessage"])
         .bot_lines("daily_token_budget = 1")

@@ -94,6 +94,7 @@ async fn a_routine_made_again_under_a_deleted_ones_name_has_no_last_run() {
 #[tokio::test]
 async fn the_cli_listing_says_why_a_bots_routines_do_not_run() {
     let host = TestFleet::new()
+        .midday()
         .script(
             "s",
             "[[rule]]\nsteps = [ { tool = \"SendMessage\", args = { text = \"ok\" } } ]\n",

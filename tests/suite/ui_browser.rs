@@ -401,6 +401,7 @@ async fn each_tab_keeps_the_account_it_signed_in_with() {
 #[tokio::test]
 async fn a_paused_bot_is_not_shown_as_working() {
     let fleet = TestFleet::new()
+        .midday()
         .script("s", SCRIPT)
         .bot("cheap", "s", &["SendMessage"])
         .bot_lines("daily_token_budget = 1");

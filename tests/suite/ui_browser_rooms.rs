@@ -334,6 +334,7 @@ async fn the_mention_note_goes_with_the_next_message() {
 #[tokio::test]
 async fn a_paused_bots_name_stays_readable_in_the_list() {
     let fleet = TestFleet::new()
+        .midday()
         .script("s", SCRIPT)
         .bot("budget", "s", &["SendMessage"])
         .bot_lines("daily_token_budget = 1");

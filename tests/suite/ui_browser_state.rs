@@ -22,6 +22,7 @@ use crate::support::ui_page::fleet_with_r;
 #[tokio::test]
 async fn a_paused_bot_reads_paused_until_its_budget_resets() {
     let fleet = TestFleet::new()
+        .midday()
         .script("s", SCRIPT)
         .bot("cheap", "s", &["SendMessage"])
         .bot_lines("daily_token_budget = 1");

@@ -8,6 +8,7 @@ use std::time::Duration;
 use botfleet::actors::FleetSettings;
 use botfleet::memory::BotId;
 use botfleet::memory::BotRecord;
+use botfleet::memory::Clock;
 use botfleet::memory::ManualClock;
 use botfleet::memory::Store;
 use botfleet::memory::StoreOptions;
@@ -69,5 +70,29 @@ pub fn bot_record(id: &str, provider: &str, tools: &[&str]) -> BotRecord {
         origin: "config".into(),
         created_at: 0,
         updated_at: 0,
+    }
+}
+
+/// The system's clock moved to read 12:00 UTC of the day it is made, and
+/// going on at the system's pace from there: twelve hours from either
+/// midnight, more than any test runs.
+#[derive(Debug, Clone, Copy)]
+pub struct MiddayClock {
+    offset_ms: i64,
+}
+
+impl MiddayClock {
+    pub fn new() -> Self {
+        let now = chrono::Utc::now();
+        let noon = now.date_naive().and_hms_opt(12, 0, 0).unwrap().and_utc();
+        Self {
+            offset_ms: noon.timestamp_millis() - now.timestamp_millis(),
+        }
+    }
+}
+
+impl Clock for MiddayClock {
+    fn now_ms(&self) -> i64 {
+        chrono::Utc::now().timestamp_millis() + self.offset_ms
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use botfleet::host::HostOptions;
 use botfleet::host::RunningHost;
+use botfleet::host::WallClock;
 use futures::StreamExt;
 use serde_json::Value;
 use serde_json::json;
@@ -24,6 +25,8 @@ pub struct TestFleet {
     tables: String,
     /// Of alice and bob, those `[[users]]` leaves out.
     gone_users: Vec<String>,
+    /// The store's clock; none: the system's.
+    clock: Option<WallClock>,
 }
 
 impl TestFleet {
@@ -38,6 +41,39 @@ impl TestFleet {
             host_extra: String::new(),
             tables: String::new(),
             gone_users: Vec::new(),
+            clock: None,
+        }
+    }
+
+    /// Runs the host on a clock that reads 12:00 UTC of today as the
+    /// fleet is made, and goes on at the system's pace: a test of a daily
+    /// budget then cannot see the day change under it (one across a real
+    /// UTC midnight saw its bot's pause end).
+    pub fn midday(mut self) -> Self {
+        self.clock = Some(WallClock(std::sync::Arc::new(
+            super::clocked::MiddayClock::new(),
+        )));
+        self
+    }
+
+    /// Now by the host's clock, in ms since the epoch.
+    pub fn now_ms(&self) -> i64 {
+        match &self.clock {
+            Some(WallClock(clock)) => clock.now_ms(),
+            None => chrono::Utc::now().timestamp_millis(),
+        }
+    }
+
+    /// How the host starts on the fleet.toml at `path`.
+    fn options(&self, path: PathBuf) -> HostOptions {
+        HostOptions {
+            fleet: Some(path),
+            data_dir: None,
+            listen: None,
+            env: Some(HashMap::new()),
+            // the Shell sandbox's launcher, as `botfleet run` has it
+            shell_launcher: Some(env!("CARGO_BIN_EXE_botfleet").into()),
+            clock: self.clock.clone(),
         }
     }
 
@@ -149,16 +185,7 @@ impl TestFleet {
 
     pub async fn start(self) -> TestHost {
         let fleet = self.write();
-        let host = botfleet::host::start(HostOptions {
-            fleet: Some(fleet),
-            data_dir: None,
-            listen: None,
-            env: Some(HashMap::new()),
-            // the Shell sandbox's launcher, as `botfleet run` has it
-            shell_launcher: Some(env!("CARGO_BIN_EXE_botfleet").into()),
-        })
-        .await
-        .unwrap();
+        let host = botfleet::host::start(self.options(fleet)).await.unwrap();
         TestHost {
             url: host.url(),
             host: Some(host),
@@ -528,16 +555,7 @@ pub fn deliveries(entries: &[Value]) -> Vec<String> {
 /// been edited), keeping its data directory.
 pub async fn restart(fleet: TestFleet) -> TestHost {
     let path = fleet.path().join("fleet.toml");
-    let host = botfleet::host::start(HostOptions {
-        fleet: Some(path),
-        data_dir: None,
-        listen: None,
-        env: Some(HashMap::new()),
-        // the Shell sandbox's launcher, as `botfleet run` has it
-        shell_launcher: Some(env!("CARGO_BIN_EXE_botfleet").into()),
-    })
-    .await
-    .unwrap();
+    let host = botfleet::host::start(fleet.options(path)).await.unwrap();
     TestHost {
         url: host.url(),
         host: Some(host),
