@@ -166,3 +166,43 @@ steps = [ { text = "a", repeat = 4000, chunk = 20 } ]
         "{text}"
     );
 }
+
+/// Regression (QA): a call the loop detector cut counted for nothing, so
+/// a bot whose model looped at every call spent tokens at each message
+/// and never its daily token budget. A cut call counts as a call, its
+/// request as sent and its text as received so far, and the spent budget
+/// pauses the bot.
+#[tokio::test]
+async fn a_looping_stream_cut_off_counts_against_the_daily_budget() {
+    let script = r#"
+[[rule]]
+steps = [ { text = "I will repeat this sentence forever. ", repeat = 500, chunk = 20 } ]
+"#;
+    let host = TestFleet::new()
+        .midday()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 200")
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "go", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    // the first cut call spends the budget: the turn stops there, its
+    // message kept for the pause's end
+    host.wait_for(&session, |es| {
+        es.iter()
+            .find(|e| e["kind"] == "notice" && e["code"] == "budget_exhausted")
+            .cloned()
+    })
+    .await;
+    let (_, bots) = host.get("/v1/bots", crate::support::fleet::TOKEN).await;
+    let r = &bots["bots"][0];
+    let today = &r["usage"]["today"];
+    assert_eq!(today["calls"], 1, "{r:#}");
+    let prompt = today["prompt_tokens"].as_u64().unwrap();
+    let completion = today["completion_tokens"].as_u64().unwrap();
+    assert!(prompt > 0 && completion > 0, "{r:#}");
+    assert!(prompt + completion >= 200, "{r:#}");
+    assert!(r["paused_until"].is_i64(), "the budget is spent: {r:#}");
+    host.shutdown().await;
+}

@@ -58,7 +58,14 @@ impl Runner {
             .model
             .complete_hiding(&request, &self.secrets.redactor, &mut sink, &self.soft)
             .await;
-        if let (Err(ModelError::Aborted { .. }), Some(what)) = (&result, sink.tripped.take()) {
+        // what an aborted stream had sent: the server took the request and
+        // made these tokens, whoever cut it (QA: a bot whose model looped
+        // at every call spent its tokens and never its daily budget)
+        let aborted = match &result {
+            Err(ModelError::Aborted { partial, .. }) => Some(partial.clone()),
+            _ => None,
+        };
+        if let (Some(_), Some(what)) = (&aborted, sink.tripped.take()) {
             result = Err(ModelError::Aborted {
                 reason: what,
                 partial: String::new(),
@@ -82,6 +89,12 @@ impl Runner {
             }),
             Err(ModelError::ContentFiltered { usage }) => self.account(&ModelResponse {
                 usage: *usage,
+                ..ModelResponse::default()
+            }),
+            // no usage comes before a stream's end: counted as sent and
+            // as received so far
+            Err(ModelError::Aborted { .. }) => self.account(&ModelResponse {
+                text: aborted.unwrap_or_default(),
                 ..ModelResponse::default()
             }),
             Err(_) => {}
