@@ -113,3 +113,69 @@ async fn a_projects_item_is_forgotten_by_its_members_only() {
     assert_eq!(status, 404, "{body}");
     host.shutdown().await;
 }
+
+/// Regression (QA): a bot taken out of fleet.toml (removed at the next
+/// start) kept its owner in its projects: bob, whose only apollo bot was
+/// removed, still listed what apollo's members remembered after it left,
+/// under that bot's memory, and forgot it for them. A removed bot is in
+/// no project: its memory lists its own scopes, and bob forgets nothing
+/// of apollo's.
+#[tokio::test]
+async fn a_removed_bot_takes_its_owner_out_of_its_projects() {
+    let fleet = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("p1", "s", &["SendMessage"])
+        .bot_lines("projects = [\"apollo\"]")
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .bot_lines("projects = [\"apollo\"]");
+    let host = fleet.start().await;
+    let fleet = host.shutdown().await.without_bot("b1");
+    fleet.write();
+    let host = crate::support::fleet::restart(fleet).await;
+    let (_, bots) = host.get("/v1/bots", BOB_TOKEN).await;
+    assert!(bots["bots"][0]["removed_at"].is_i64(), "{bots:#}");
+
+    let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
+    let id = MemoryId::derive("apollo plan");
+    rt.memory
+        .apply(MemoryOp::Add(NewMemory {
+            id: id.clone(),
+            scope: "project:apollo".parse().unwrap(),
+            layer: Layer::Profile,
+            text: "The plan after b1 left".into(),
+            importance: Importance::NORMAL,
+            expires_at: None,
+            source: "test".into(),
+        }))
+        .await
+        .unwrap();
+
+    let scopes = |v: &Value| -> Vec<String> {
+        v["scopes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["scope"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, memory) = host.get("/v1/bots/b1/memory", BOB_TOKEN).await;
+    assert_eq!(status, 200, "{memory}");
+    assert!(
+        !scopes(&memory).contains(&"project:apollo".to_owned()),
+        "{memory:#}"
+    );
+    assert!(!memory.to_string().contains("The plan after b1 left"));
+    let (status, body) = delete(&host, BOB_TOKEN, &id).await;
+    assert_eq!(status, 404, "{body}");
+    // alice's p1 is still in apollo
+    let (status, memory) = host.get("/v1/bots/p1/memory", TOKEN).await;
+    assert_eq!(status, 200, "{memory}");
+    assert!(memory.to_string().contains("The plan after b1 left"));
+    let (status, body) = delete(&host, TOKEN, &id).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (200, Some("forgotten")),
+        "{body}"
+    );
+    host.shutdown().await;
+}

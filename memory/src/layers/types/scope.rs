@@ -135,8 +135,14 @@ pub fn bot_scopes(bot: &BotRecord) -> Vec<MemoryScope> {
 }
 
 /// The projects a bot joined (`settings.projects`), sorted, without
-/// duplicates.
+/// duplicates. A removed bot (taken out of fleet.toml, or deleted) is in
+/// none: its owner reads and forgets nothing of a project through it
+/// (QA: bob, whose only apollo bot was removed, still listed and forgot
+/// what apollo's members remembered after it left).
 pub fn bot_projects(bot: &BotRecord) -> Vec<ProjectId> {
+    if bot.removed_at().is_some() {
+        return Vec::new();
+    }
     let mut out: Vec<ProjectId> = bot
         .settings
         .get("projects")
