@@ -578,7 +578,10 @@ pub(crate) fn wait_text(wait: Duration) -> String {
         let tenths = (secs * 10.0).ceil() / 10.0;
         return format!("{tenths} s");
     }
-    let whole = secs.ceil() as u64;
+    // in integers: through f64, 2^63 - 1 s read as 2^63 (QA)
+    let whole = wait
+        .as_secs()
+        .saturating_add(u64::from(wait.subsec_nanos() > 0));
     if whole > 2 * 86_400 {
         format!("{whole} s, about {} days", whole / 86_400)
     } else {

@@ -226,11 +226,22 @@ pub(super) fn retry_after_at(headers: &HeaderMap, now: DateTime<Utc>) -> Option<
         let value: f64 = text(name)?.parse().ok()?;
         (value.is_finite() && value >= 0.0).then_some(value)
     };
-    if let Some(ms) = number("retry-after-ms") {
-        return Duration::try_from_secs_f64(ms / 1000.0).ok();
+    // a wait past what a Duration holds is the longest one, which the
+    // caller refuses as too long (QA: `18446744073709551615` read as no
+    // header and retried after half a second)
+    let seconds = |value: f64| Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX);
+    if let Some(ms) = text("retry-after-ms").and_then(|t| t.parse::<u64>().ok()) {
+        return Some(Duration::from_millis(ms));
     }
-    if let Some(seconds) = number(RETRY_AFTER.as_str()) {
-        return Duration::try_from_secs_f64(seconds).ok();
+    if let Some(ms) = number("retry-after-ms") {
+        return Some(seconds(ms / 1000.0));
+    }
+    // whole seconds read exactly (through f64, 2^63 - 1 became 2^63)
+    if let Some(s) = text(RETRY_AFTER.as_str()).and_then(|t| t.parse::<u64>().ok()) {
+        return Some(Duration::from_secs(s));
+    }
+    if let Some(value) = number(RETRY_AFTER.as_str()) {
+        return Some(seconds(value));
     }
     let date = http_date(text(RETRY_AFTER.as_str())?)?;
     Some((date - now).to_std().unwrap_or(Duration::ZERO))

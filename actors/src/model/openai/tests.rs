@@ -193,8 +193,46 @@ fn reads_retry_after_headers() {
     );
     assert_eq!(retry_after(&headers(&[("retry-after", "-1")])), None);
     assert_eq!(retry_after(&headers(&[("retry-after", "soon")])), None);
-    assert_eq!(retry_after(&headers(&[("retry-after", "1e300")])), None);
+    // a wait too long for a Duration is the longest one (the provider
+    // refuses it as past `backoff_max`), not none at all (QA: retried
+    // after half a second); whole seconds are read exactly
+    for huge in ["1e300", "18446744073709551616", "99999999999999999999"] {
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", huge)])),
+            Some(Duration::MAX),
+            "{huge}"
+        );
+    }
+    assert_eq!(
+        retry_after(&headers(&[("retry-after", "18446744073709551615")])),
+        Some(Duration::from_secs(u64::MAX))
+    );
+    assert_eq!(
+        retry_after(&headers(&[("retry-after", "9223372036854775807")])),
+        Some(Duration::from_secs(9_223_372_036_854_775_807))
+    );
+    assert_eq!(
+        retry_after(&headers(&[("retry-after-ms", "99999999999999999999999")])),
+        Some(Duration::MAX)
+    );
     assert_eq!(retry_after(&HeaderMap::new()), None);
+}
+
+/// Regression (QA): a wait of 2^63 - 1 s read "asked to wait
+/// 9223372036854775808 s" (rounded through f64).
+#[test]
+fn a_huge_wait_reads_as_the_server_sent_it() {
+    use crate::model::types::wait_text;
+    assert_eq!(
+        wait_text(Duration::from_secs(9_223_372_036_854_775_807)),
+        "9223372036854775807 s, about 106751991167300 days"
+    );
+    assert_eq!(wait_text(Duration::from_millis(39_792)), "40 s");
+    assert_eq!(wait_text(Duration::from_secs(40)), "40 s");
+    assert_eq!(
+        wait_text(Duration::MAX),
+        "18446744073709551615 s, about 213503982334601 days"
+    );
 }
 
 /// Regression: `Retry-After` as an HTTP date (RFC 9110) was ignored and
