@@ -3,8 +3,9 @@
 //! is no usage (the engine then counts the tokens itself), a count sent
 //! as a non-integer number (`12.0`, some servers' JSON writers) is
 //! rounded, and a negative count, one past a billion or one that is no
-//! number at all makes the usage count as missing. An odd count is noted for one WARN per
-//! answer (`body.rs`).
+//! number at all makes the usage count as missing; more cached tokens
+//! than prompt tokens count as the prompt's. An odd count is noted for
+//! one WARN per answer (`body.rs`).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -62,7 +63,18 @@ impl WireUsage {
             (Some(prompt_tokens), Some(completion_tokens)) => Some(Usage {
                 prompt_tokens,
                 completion_tokens,
-                cached_prompt_tokens: cached.unwrap_or(0),
+                // no more than the prompt it is part of (QA: 500 cached
+                // of a 100-token prompt grew the bot's cached count by 500)
+                cached_prompt_tokens: match cached {
+                    Some(c) if c > prompt_tokens => {
+                        odd.push(format!(
+                            "cached tokens {c} > prompt_tokens {prompt_tokens} (counted as {prompt_tokens})"
+                        ));
+                        prompt_tokens
+                    }
+                    Some(c) => c,
+                    None => 0,
+                },
             }),
             (None, _) | (_, None) => None,
         };
@@ -161,6 +173,14 @@ mod tests {
         assert_eq!(
             text.odd.as_deref(),
             Some("prompt_tokens = \"12\", prompt_cache_hit_tokens = -4")
+        );
+        // more cached than the prompt: as many as the prompt, noted
+        let cached = read(json!({"prompt_tokens": 100, "completion_tokens": 3,
+                                 "prompt_tokens_details": {"cached_tokens": 500}}));
+        assert_eq!(cached.usage, usage(100, 3, 100));
+        assert_eq!(
+            cached.odd.as_deref(),
+            Some("cached tokens 500 > prompt_tokens 100 (counted as 100)")
         );
         assert_eq!(read(json!({"prompt_tokens": null})), ReadUsage::default());
         assert_eq!(
