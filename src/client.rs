@@ -93,8 +93,13 @@ pub fn segment(value: &str) -> String {
 /// The base URL of the host at `address`: `http://HOST:PORT` (or
 /// `https://`) as given, or a bare `HOST:PORT` with `http://` put in front.
 pub(crate) fn base_url(address: &str) -> anyhow::Result<String> {
-    let address = address.trim().trim_end_matches('/');
-    let base = if address.contains("://") {
+    let address = address.trim();
+    // looked for before the trailing slashes go: `http://` is a scheme
+    // with no host, not a host named "http" (QA: "cannot reach the host
+    // at http://http:")
+    let has_scheme = address.contains("://");
+    let address = address.trim_end_matches('/');
+    let base = if has_scheme {
         address.to_owned()
     } else {
         format!("http://{address}")

@@ -282,6 +282,17 @@ async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
             "invalid port number",
         ),
         (vec!["--host", "", "bots"], &token[..], "empty host"),
+        // a scheme with no host is not a host named "http" (QA)
+        (
+            vec!["--host", "http://", "bots"],
+            &token[..],
+            "\"http:\" is not a URL",
+        ),
+        (
+            vec!["--host", "https:///", "bots"],
+            &token[..],
+            "\"https:\" is not a URL",
+        ),
         (vec!["bots"], &[][..], "no token: pass --token"),
         (
             vec!["--token", "", "bots"],
