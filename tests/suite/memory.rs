@@ -511,3 +511,40 @@ mod prompt;
 /// Memory in rooms shared with other people's bots.
 #[path = "memory_rooms.rs"]
 mod rooms;
+
+/// Regression (QA): Remember answered with the item's id and scope only,
+/// and the call itself is not indexed, so a search for what a bot
+/// remembered found nothing, while docs/search.md says the memory tools'
+/// results are the transcript's record of what was written. The result
+/// quotes the text, as Replace's and Forget's do.
+#[tokio::test]
+async fn what_a_bot_remembered_is_found_by_search() {
+    let script = r#"
+[[rule]]
+match = "(?i)^keep it"
+steps = [
+  { tool = "Remember", args = { text = "The spare key is under the zebrafish mat", layer = "log" } },
+  { tool = "SendMessage", args = { text = "noted" } },
+]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a1", "s", TOOLS)
+        .start()
+        .await;
+    let entries = turn(&host, "a1", "keep it").await;
+    let results = tool_results(&entries);
+    assert!(
+        results[0]
+            .0
+            .contains("agent:a1 log: \"The spare key is under the zebrafish mat\""),
+        "{results:?}"
+    );
+    let found = host
+        .wait_get("/v1/search?q=zebrafish", |v| {
+            v["hits"].as_array()?.first().cloned()
+        })
+        .await;
+    assert_eq!(found["kind"], "tool_result", "{found:#}");
+    host.shutdown().await;
+}

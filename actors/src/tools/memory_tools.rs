@@ -257,11 +257,15 @@ impl Tool for Remember {
             String::new()
         };
         match result {
+            // the text quoted, as Replace and Forget quote theirs: the
+            // result is what search finds of the write (docs/search.md;
+            // QA: a remembered text was found by no search)
             MemoryOpResult::Added(item) => Ok(ToolOutput::text(format!(
-                "Remembered as {} in {}{}.{usage} It is in your Memory from the next turn on.",
+                "Remembered as {} in {}{}: {}.{usage} It is in your Memory from the next turn on.",
                 item.id,
                 where_(&item),
-                expiry_note(&item)
+                expiry_note(&item),
+                quoted(&item.text)
             ))),
             // a note written again lives to the later of its expiries
             MemoryOpResult::Unchanged(item)
