@@ -327,3 +327,26 @@ async fn forget_by_text_forgets_only_what_the_prompt_showed() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// Regression (QA): a text matching more than 20 of the shown items was
+/// refused as "30 items contain …" when more held it: the count is of
+/// the shown items, which the answer now says, with how many others hold
+/// it (a more specific text does not reach them either).
+#[tokio::test]
+async fn too_many_matches_are_counted_as_the_shown_items() {
+    let server = OpenAiServer::builder().responder(model).start().await;
+    let host = start(&server).await;
+    said(&host, "a1", TOKEN, "remember 30 log entries").await;
+    said(&host, "a1", TOKEN, "remember trivia: Museum gift shop").await;
+    let answer = said(&host, "a1", TOKEN, "forget: Museum").await;
+    assert!(
+        answer.contains(
+            "30 of the items your Memory section shows contain \"Museum\", more than 20 at once \
+             (1 more that it does not show are never forgotten by text)"
+        ),
+        "{answer}"
+    );
+    assert_eq!(memory_texts(&host, "a1", TOKEN).await.len(), 31);
+    host.shutdown().await;
+    server.shutdown().await;
+}

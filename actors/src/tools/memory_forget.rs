@@ -215,9 +215,16 @@ async fn forget_matching(ctx: &ToolContext<'_>, text: &str) -> Result<ToolOutput
         .into_iter()
         .partition(|i| ctx.memory_shown.contains(i.id.as_str()));
     if shown.len() > MAX_FORGET_MATCHES {
+        // counted as what is matched: the items the Memory section shows
+        // (QA: "30 items contain…" of 100 such items, 30 shown)
+        let more = match unshown.len() {
+            0 => String::new(),
+            n => format!(" ({n} more that it does not show are never forgotten by text)"),
+        };
         return Err(ToolError::new(
             format!(
-                "{} items contain {}, more than {MAX_FORGET_MATCHES} at once",
+                "{} of the items your Memory section shows contain {}, more than \
+                 {MAX_FORGET_MATCHES} at once{more}",
                 shown.len(),
                 quoted(&needle)
             ),
