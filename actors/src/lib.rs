@@ -60,6 +60,7 @@ pub use prompts::Template;
 pub use prompts::prompts;
 pub use protocol::nonce_time_ms;
 pub use protocol::user_message;
+pub use protocol::user_message_digest;
 pub use router::RouterActor;
 pub use router::RouterMsg;
 pub use runtime::MemoryReach;

@@ -1,6 +1,7 @@
 //! Building inputs for admission.
 
 use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
@@ -45,11 +46,7 @@ pub fn user_message(
     AdmitRequest {
         source: format!("user:{user}"),
         nonce_time_ms: nonce_time_ms(&nonce),
-        digest: InputDigest::of_parts([
-            b"user_message".as_slice(),
-            bot.id.as_str().as_bytes(),
-            text.as_bytes(),
-        ]),
+        digest: user_message_digest(&bot.id, text),
         nonce,
         entry: NewEntry {
             id: EntryId::new_v7(),
@@ -64,6 +61,17 @@ pub fn user_message(
         owner: bot.owner.clone(),
         priority: Priority::UserDm,
     }
+}
+
+/// The digest the ledger keeps of a person's message `text` to `bot`
+/// ([`user_message`]): a retry under the same key with the same digest is
+/// a `duplicate`.
+pub fn user_message_digest(bot: &BotId, text: &str) -> InputDigest {
+    InputDigest::of_parts([
+        b"user_message".as_slice(),
+        bot.as_str().as_bytes(),
+        text.as_bytes(),
+    ])
 }
 
 #[cfg(test)]

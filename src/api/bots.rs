@@ -217,6 +217,13 @@ pub(crate) async fn post_message(
     let body = read_body(body, state.limits.max_body_bytes)?;
     let record = match owned_bot(&state, &user, &bot).await {
         Err(ApiError::NotFound(no_bot)) => {
+            let digest = |text: &str| {
+                let id = BotId::new(&bot).ok()?;
+                Some(botfleet_actors::user_message_digest(&id, text))
+            };
+            if let Some(answer) = lost_target_retry(&state, &user, &headers, &body, digest).await? {
+                return Ok((StatusCode::OK, Json(answer)).into_response());
+            }
             let send = "send to it with POST /v1/groups/{}/messages";
             return Err(named_room(&state, &user, &bot, no_bot, send).await);
         }
@@ -260,6 +267,42 @@ pub(crate) async fn post_message(
     admission.settle(rate, matches!(admitted, Ok(AdmitOutcome::Accepted(_))));
     let outcome = admitted.map_err(|e| ApiError::from(e).resend_with_key(key.is_some()))?;
     Ok(admit_answer(&state, &record, outcome, target).await)
+}
+
+/// A retry, under its Idempotency-Key, of a message this user sent to
+/// what they no longer reach (a bot given to another user, a room they
+/// were taken out of): answered as its admission was, `duplicate` with
+/// the original record, so a client does not show a stored message as
+/// not sent (QA: a 404, "no bot for you"). `digest` is the ledger's digest
+/// of the text for the path's target (`None`: no such target). Anything
+/// else is `None`, and the 404 stands: the user learns nothing of what
+/// they never sent to.
+pub(super) async fn lost_target_retry(
+    state: &ApiState,
+    user: &AuthUser,
+    headers: &HeaderMap,
+    body: &[u8],
+    digest: impl FnOnce(&str) -> Option<botfleet_memory::InputDigest>,
+) -> Result<Option<Value>, ApiError> {
+    let Ok(Some(key)) = idempotency_key(headers) else {
+        return Ok(None);
+    };
+    let Ok(parsed) = json_object::<MessageBody>(body, "a message", "") else {
+        return Ok(None);
+    };
+    let Some(digest) = digest(botfleet_actors::message_text(&parsed.text)) else {
+        return Ok(None);
+    };
+    let source = format!("user:{}", user.0);
+    let answer = state
+        .fleet
+        .store()
+        .ledger_answer_to(&source, &key, digest)
+        .await?;
+    Ok(match answer {
+        Some(outcome @ AdmitOutcome::Duplicate(_)) => Some(json!(outcome)),
+        _ => None,
+    })
 }
 
 /// Refuses a message over `host.max_text_chars`, unless its

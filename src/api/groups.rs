@@ -318,13 +318,25 @@ pub(crate) async fn post_message(
 ) -> Result<Response, ApiError> {
     let body = read_body(body, state.limits.max_body_bytes)?;
     // the room first: a stranger learns nothing from a body error
-    let record = room_or_bot(
+    let record = match room_or_bot(
         &state,
         &user,
         &room,
         "send to it with POST /v1/bots/{bot}/messages",
     )
-    .await?;
+    .await
+    {
+        Err(no_room @ ApiError::NotFound(_)) => {
+            let digest = |text: &str| Some(group::room_message_digest(&room, text));
+            let retry = super::bots::lost_target_retry(&state, &user, &headers, &body, digest);
+            if let Some(mut answer) = retry.await? {
+                answer["room"] = json!(room);
+                return Ok((StatusCode::OK, Json(answer)).into_response());
+            }
+            return Err(no_room);
+        }
+        other => other?,
+    };
     let parsed: MessageBody = json_object(&body, "a message", r#"{"text": "..."}"#)?;
     let text = botfleet_actors::message_text(&parsed.text);
     // refused as a bot's: a room would run a discussion of it, a turn per

@@ -99,6 +99,7 @@ mod interrupts;
 mod limits_lowered;
 mod long_ids;
 mod loops;
+mod lost_target_retry;
 mod made_bot_removal;
 mod memory;
 mod memory_bounds;

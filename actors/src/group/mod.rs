@@ -82,6 +82,7 @@ pub use room::Posted;
 pub use room::create_room;
 pub use room::post_message;
 pub use room::room_for;
+pub use room::room_message_digest;
 pub use room::rooms_for;
 pub use rooms::GroupRegistry;
 pub use rooms::RoomsActor;

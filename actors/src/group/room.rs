@@ -399,6 +399,13 @@ pub async fn post_message(
     commit_post(rt, user, planned).await
 }
 
+/// The digest the ledger keeps of a person's message `text` to the room
+/// `room` (its id): a retry under the same key with the same digest is a
+/// `duplicate`.
+pub fn room_message_digest(room: &str, text: &str) -> InputDigest {
+    InputDigest::of_parts([b"room_message".as_slice(), room.as_bytes(), text.as_bytes()])
+}
+
 /// A room message as decided from one read of the room, not yet written.
 #[derive(Debug)]
 pub(super) struct PlannedPost {
@@ -552,11 +559,7 @@ pub(super) async fn plan_post(
     let request = AdmitRequest {
         source: format!("user:{user}"),
         nonce_time_ms: nonce_time_ms(&nonce),
-        digest: InputDigest::of_parts([
-            b"room_message".as_slice(),
-            room.id.as_str().as_bytes(),
-            text.as_bytes(),
-        ]),
+        digest: room_message_digest(room.id.as_str(), text),
         nonce,
         session: timeline,
         owner: room.owner.clone(),

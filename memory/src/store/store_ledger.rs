@@ -9,6 +9,7 @@ use crate::AdmitOutcome;
 use crate::AdmitRequest;
 use crate::AdmittedRecord;
 use crate::BotId;
+use crate::InputDigest;
 use crate::error::Result;
 
 impl Store {
@@ -33,17 +34,42 @@ impl Store {
         let req = req.clone();
         self.read(move |c| answer(c, &req)).await
     }
+
+    /// [`Store::ledger_answer`] from the parts it compares: the message
+    /// from `source` under the key `nonce`, whose input has `digest`. For
+    /// a retry to what its sender can no longer reach (a bot given to
+    /// another user, a room they were taken out of), where no request can
+    /// be made.
+    pub async fn ledger_answer_to(
+        &self,
+        source: &str,
+        nonce: &str,
+        digest: InputDigest,
+    ) -> Result<Option<AdmitOutcome>> {
+        let (source, nonce) = (source.to_owned(), nonce.to_owned());
+        self.read(move |c| answer_to(c, &source, &nonce, &digest))
+            .await
+    }
 }
 
 /// The ledger's answer to `req` when it holds its key (the writer's
 /// admission asks it first, in its transaction).
 pub(super) fn answer(conn: &Connection, req: &AdmitRequest) -> Result<Option<AdmitOutcome>> {
+    answer_to(conn, &req.source, &req.nonce, &req.digest)
+}
+
+fn answer_to(
+    conn: &Connection,
+    source: &str,
+    nonce: &str,
+    digest_of_input: &InputDigest,
+) -> Result<Option<AdmitOutcome>> {
     let found: Option<(String, String, String, i64, i64, String, i64)> = conn
         .prepare_cached(
             "SELECT digest, bot_id, session_id, seq, gid, entry_id, created_at
              FROM ledger WHERE source = ?1 AND nonce = ?2",
         )?
-        .query_row(params![req.source, req.nonce], |r| {
+        .query_row(params![source, nonce], |r| {
             Ok((
                 r.get(0)?,
                 r.get(1)?,
@@ -66,7 +92,7 @@ pub(super) fn answer(conn: &Connection, req: &AdmitRequest) -> Result<Option<Adm
         entry_id: entry_id.parse()?,
         admitted_at: created_at,
     };
-    Ok(Some(if digest == req.digest.to_hex() {
+    Ok(Some(if digest == digest_of_input.to_hex() {
         AdmitOutcome::Duplicate(record)
     } else {
         AdmitOutcome::Conflict(record)
