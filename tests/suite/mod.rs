@@ -21,6 +21,7 @@ mod approval_elsewhere;
 mod approval_expiry;
 mod approval_gone;
 mod approval_hops;
+mod approval_paused;
 mod approval_store_effects;
 mod approval_used_early;
 mod approvals;

@@ -565,10 +565,59 @@ pub async fn standing(
             decidable: false,
         });
     }
+    let cannot_run = match obstacle(record, bot) {
+        None if pending || record.is_usable() => paused_past_use(store, record, bot).await?,
+        other => other,
+    };
     Ok(Standing {
-        cannot_run: obstacle(record, bot),
+        cannot_run,
         decidable: pending && !asked_of_a_former_owner(record, bot),
     })
+}
+
+/// Why approval `record` (pending, or approved and not used) cannot run
+/// because its bot is paused by its daily token budget until after the
+/// approval's use would end: the end of its window of use (for a pending
+/// one, as if approved now, a window as long as its wait for a decision).
+/// A paused bot runs no turn, so it does not repeat the call in time (QA:
+/// approving answered "runs only if the bot repeats this exact call by
+/// 03:26" of a bot paused until midnight, and `cannot_run` was null).
+async fn paused_past_use(
+    store: &botfleet_memory::Store,
+    record: &ApprovalRecord,
+    bot: &BotRecord,
+) -> Result<Option<String>, StoreError> {
+    let Some(until) = crate::engine::stored_budget_pause(store, bot).await? else {
+        return Ok(None);
+    };
+    let use_ends = if record.status == ApprovalStatus::Pending {
+        let window = (record.expires_at - record.created_at).max(1);
+        store.clock().now_ms().saturating_add(window)
+    } else {
+        record.expires_at
+    };
+    if until < use_ends {
+        return Ok(None);
+    }
+    let at = |ms: i64| {
+        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+            .unwrap_or_default()
+            .format("%Y-%m-%d %H:%M UTC")
+            .to_string()
+    };
+    let budget_of = match bot.origin.strip_prefix("subagent:") {
+        Some(parent) => format!("its parent {parent}'s"),
+        None => "its".to_owned(),
+    };
+    Ok(Some(format!(
+        "bot {} is paused by {budget_of} daily token budget until {}, and the approved \
+         action may run only until {}: it runs no turn before then, so it will not repeat \
+         the call in time; raise `daily_token_budget` in fleet.toml and restart the host if \
+         the action is still needed",
+        record.bot,
+        at(until),
+        at(use_ends)
+    )))
 }
 
 /// Writes the expiry of `owner`'s approvals that expired since they were
