@@ -233,9 +233,14 @@ pub(super) async fn with_bot(
                  no bot of that id sent it a message; list yours with `botfleet bots`"
             );
         }
+        // a reply to the bot's message lands in the conversation the bot
+        // sent from, not here (QA: "ponger never sent it a message" of a
+        // bot that had answered it ten times)
         anyhow::bail!(
-            "bot {bot} has no conversation with bot {other}: {other} never sent it a message \
-             (SendToAgent); the other way round is `botfleet transcript {other} --with {bot}`"
+            "bot {bot} has no conversation with bot {other}: {other} never started one \
+             (SendToAgent of its own); its replies to {bot}'s messages are in the conversation \
+             {bot} sent from (`botfleet transcript {bot}`, or a room's); the other way round \
+             is `botfleet transcript {other} --with {bot}`"
         );
     };
     let shown = |e: &Value| !lines(e, all, as_json).is_empty();

@@ -183,6 +183,18 @@ steps = [ { tool = "SendMessage", args = { text = "COFFEE: it wakes" } } ]
             && err.contains("`botfleet transcript b --with a`"),
         "{err}"
     );
+    // a and b answered r: their replies are in r's DM with alice, the
+    // conversation r sent from, and they started none with r (QA: "a
+    // never sent it a message")
+    let (code, out, err) =
+        crate::support::process::cli(&["transcript", "r", "--with", "a"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("a never started one")
+            && err.contains("its replies to r's messages are in the conversation r sent from")
+            && !err.contains("never sent it a message"),
+        "{err}"
+    );
     // by its display name, in any case, as SendToAgent takes it (QA:
     // "R never sent it a message")
     let (code, out, err) =
