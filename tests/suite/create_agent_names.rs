@@ -291,3 +291,38 @@ async fn name_checks_and_lookups_read_only_the_bots_answering_to_the_name() {
     assert!(sent.starts_with("delivered to beta as message "), "{sent}");
     host.shutdown().await;
 }
+
+/// Regression (QA): a fleet.toml bot renamed with UpdateAgent was named
+/// by its new name twice in the refusal of a name its id answers to
+/// ("named \"Pingy\" now, and \"Pingy\" again when the host restarts");
+/// the name it gets back is the file's.
+#[tokio::test]
+async fn a_clash_with_a_renamed_config_bot_names_the_files_name() {
+    let mut script = rule(
+        "rename",
+        "UpdateAgent",
+        r#"{ agent = "pinger", name = "Pingy" }"#,
+    );
+    script.push_str(&rule(
+        "clash",
+        "CreateAgent",
+        r#"{ id = "pinger2", name = "Pinger", role = "Pings." }"#,
+    ));
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("maker", "s", &["SendMessage", "CreateAgent", "UpdateAgent"])
+        .bot("pinger", "s", &["SendMessage"])
+        .start()
+        .await;
+    let renamed = said(&host, "rename").await;
+    assert!(renamed.starts_with("updated pinger (name)"), "{renamed}");
+    let refused = said(&host, "clash").await;
+    assert!(
+        refused.contains(
+            "the agent pinger (named \"Pingy\" now, and \"pinger-name\" again when the host \
+             restarts: its name in fleet.toml) already answers to \"pinger\""
+        ),
+        "{refused}"
+    );
+    host.shutdown().await;
+}

@@ -131,13 +131,20 @@ pub(super) async fn check_name_free(
         if let Some(token) = them.clash(&me) {
             // a renamed one: named now, and by the file's name it gets
             // back (it read `("Second" (its name in fleet.toml, …))`)
-            let named = match now_named.iter().find(|(id, _)| *id == other.id) {
-                Some((_, now)) => format!(
-                    "named {now:?} now, and {:?} again when the host restarts: its name in \
-                     fleet.toml",
-                    other.name
+            // the stored record, named as now, clashes as well as the
+            // copy under the file's name (QA: "named \"Pingy\" now, and
+            // \"Pingy\" again", or no word of the file's name)
+            let declared = ctx.rt.settings.fleet_names.get(&other.id);
+            let now = now_named
+                .iter()
+                .find(|(id, _)| *id == other.id)
+                .map_or(&other.name, |(_, now)| now);
+            let named = match declared {
+                Some(declared) if declared != now => format!(
+                    "named {now:?} now, and {declared:?} again when the host restarts: its \
+                     name in fleet.toml"
                 ),
-                None => format!("{:?}", other.name),
+                _ => format!("{:?}", other.name),
             };
             return Err(ToolError::new(
                 format!(
