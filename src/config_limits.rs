@@ -52,17 +52,7 @@ impl LoadedFleet {
         // a Task (or MessageSubagent) and its report are two hops, so a
         // budget of 1 refuses every one (`actors/src/tools/subagents.rs`)
         if r.max_hops < 2 {
-            let delegating: Vec<&str> = self
-                .file
-                .bots
-                .iter()
-                .filter(|b| {
-                    b.tools
-                        .iter()
-                        .any(|t| t == "Task" || t == "MessageSubagent")
-                })
-                .map(|b| b.id.as_str())
-                .collect();
+            let delegating = self.bots_with_any(&["Task", "MessageSubagent"]);
             if !delegating.is_empty() {
                 out.push(format!(
                     "WARNING: {}: key `runtime.max_hops` is {} but a subagent's task and its \
@@ -74,9 +64,45 @@ impl LoadedFleet {
                 ));
             }
         }
+        // nothing to wait for nor stop: every call is refused (QA: the
+        // host started without a word of it)
+        for (key, max, tools, what) in [
+            (
+                "max_subagents",
+                r.max_subagents,
+                &["Task", "MessageSubagent"][..],
+                "Task",
+            ),
+            (
+                "max_created_agents",
+                r.max_created_agents,
+                &["CreateAgent"][..],
+                "CreateAgent",
+            ),
+        ] {
+            let users = self.bots_with_any(tools);
+            if max == 0 && !users.is_empty() {
+                out.push(format!(
+                    "WARNING: {}: key `runtime.{key}` is 0: every {what} of {} will be \
+                     refused; set {key} to at least 1, or take {what} away from these bots",
+                    self.source,
+                    users.join(", ")
+                ));
+            }
+        }
         out.extend(self.project_case_warnings());
         out.extend(self.user_case_warnings());
         out
+    }
+
+    /// The ids of the fleet file's bots with any of `tools`.
+    fn bots_with_any(&self, tools: &[&str]) -> Vec<&str> {
+        self.file
+            .bots
+            .iter()
+            .filter(|b| b.tools.iter().any(|t| tools.contains(&t.as_str())))
+            .map(|b| b.id.as_str())
+            .collect()
     }
 
     /// Users whose ids differ only in case, one line each pair. A warning,

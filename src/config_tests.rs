@@ -675,3 +675,48 @@ fn user_ids_that_differ_only_in_case_are_warned_of() {
     let one = LoadedFleet::parse(ISSUE_EXAMPLE, "fleet.toml", None).unwrap();
     assert!(!one.warnings().join("\n").contains("only in case"));
 }
+
+/// `runtime.max_subagents = 0` (or `max_created_agents = 0`) refuses
+/// every Task (every CreateAgent) of a bot that has it: a warning names
+/// the key and the bots. (Before, the host started without a word, and
+/// each Task was told to wait for the reports of its 0 subagents.)
+#[test]
+fn a_zero_subagent_or_made_agent_limit_is_a_warning_naming_the_bots() {
+    let fleet = |runtime: &str, tools: &str| {
+        let text = ISSUE_EXAMPLE
+            .replace(
+                "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]",
+                &format!("tools = [{tools}]"),
+            )
+            .replace(
+                "listen = \"127.0.0.1:7878\"\n",
+                &format!("listen = \"127.0.0.1:7878\"\n\n[runtime]\n{runtime}\n"),
+            );
+        LoadedFleet::parse(&text, "fleet.toml", None).unwrap()
+    };
+    let warned = fleet("max_subagents = 0", "\"SendMessage\", \"Task\"").warnings();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("`runtime.max_subagents` is 0")
+            && warned[0].contains("every Task of researcher will be refused"),
+        "{warned:?}"
+    );
+    let warned = fleet("max_created_agents = 0", "\"SendMessage\", \"CreateAgent\"").warnings();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(
+        warned[0].contains("`runtime.max_created_agents` is 0")
+            && warned[0].contains("every CreateAgent of researcher will be refused"),
+        "{warned:?}"
+    );
+    // not without the tool, nor with a limit of 1
+    assert!(
+        fleet("max_subagents = 0", "\"SendMessage\"")
+            .warnings()
+            .is_empty()
+    );
+    assert!(
+        fleet("max_subagents = 1", "\"SendMessage\", \"Task\"")
+            .warnings()
+            .is_empty()
+    );
+}

@@ -444,3 +444,38 @@ steps = [ { text = "noted" } ]
     );
     host.shutdown().await;
 }
+
+/// Regression (QA): with `max_subagents = 0` a Task was told "you already
+/// have 0 running subagents (the limit is 0)" and to wait for their
+/// reports, or stop one: there is none. It is told the host runs none.
+#[tokio::test]
+async fn a_task_on_a_host_that_runs_no_subagents_is_told_so() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "^delegate"
+steps = [
+  { tool = "Task", args = { description = "one", prompt = "quiet work" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("a", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_subagents = 0")
+        .start()
+        .await;
+    let (end, entries) = host
+        .end_turn_as("a", crate::support::fleet::TOKEN, "delegate")
+        .await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let said = crate::support::fleet::deliveries(&entries);
+    assert!(
+        said.iter().any(
+            |t| t.contains("this host runs no subagents (runtime.max_subagents is 0)")
+                && !t.contains("wait for their reports")
+        ),
+        "{said:?}"
+    );
+    host.shutdown().await;
+}

@@ -72,6 +72,12 @@ pub(super) async fn check_room_to_make(ctx: &ToolContext<'_>) -> Result<(), Tool
     if made < max {
         return Ok(());
     }
+    if max == 0 {
+        return Err(ToolError::new(
+            "this host makes no agents (runtime.max_created_agents is 0); no agent was created",
+            "give the work to an agent that exists (SendToAgent), or do it yourself",
+        ));
+    }
     Err(ToolError::new(
         format!(
             "your owner already has {made} agents made by CreateAgent (the limit is {max}, \

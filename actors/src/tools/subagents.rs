@@ -561,6 +561,15 @@ async fn check_room_for_one_more(ctx: &ToolContext<'_>, next_step: &str) -> Resu
 
 /// The refusal of one more running subagent.
 fn too_many(running: usize, max: usize, next_step: &str) -> ToolError {
+    // nothing to wait for nor stop (QA: "you already have 0 running
+    // subagents (the limit is 0)… wait for their reports")
+    if max == 0 {
+        return ToolError::new(
+            "this host runs no subagents (runtime.max_subagents is 0)",
+            "do the work yourself, or answer the person with SendMessage that delegating is \
+             off on this host",
+        );
+    }
     ToolError::new(
         format!(
             "you already have {} (the limit is {max})",
