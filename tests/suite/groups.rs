@@ -230,6 +230,18 @@ async fn bad_rooms_and_posts_are_refused_clearly() {
             400,
             "at least 2 members",
         ),
+        // a bot's id, in any case, whoever's: search hits and transcript
+        // directories name both by it (QA: room `b1` beside bot b1)
+        (
+            json!({"name": "A", "members": ["a", "b"]}),
+            409,
+            "the id \"A\" is taken by a bot",
+        ),
+        (
+            json!({"name": "Bobs room", "id": "bobs", "members": ["a", "b"]}),
+            409,
+            "rooms and bots share search results",
+        ),
         (
             json!({"name": "dup", "members": ["a", "a"]}),
             400,
