@@ -273,7 +273,8 @@ impl ApiError {
 /// once, then at most once a minute with the count of those not logged
 /// since (`repeats`).
 fn log_server_error(e: &ApiError) {
-    if !matches!(e, ApiError::StorageFull(_) | ApiError::StorageError(_)) {
+    let logged = how_logged(e);
+    if logged == Logged::Error {
         tracing::error!(error = %e, "API error");
         return;
     }
@@ -292,8 +293,34 @@ fn log_server_error(e: &ApiError) {
         .as_ref()
         .filter(|(logged, ..)| *logged == message)
         .map_or(0, |(_, _, repeats)| *repeats);
-    tracing::error!(error = %e, repeats, "API error");
+    if logged == Logged::WarnThrottled {
+        tracing::warn!(error = %e, repeats, "API request refused");
+    } else {
+        tracing::error!(error = %e, repeats, "API error");
+    }
     *last = Some((message, std::time::Instant::now(), 0));
+}
+
+/// How a server error answered to a client is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Logged {
+    /// A line at ERROR each time.
+    Error,
+    /// At ERROR, once a minute at most (a storage error, which every
+    /// request repeats while it lasts).
+    ErrorThrottled,
+    /// At WARN, once a minute at most: a refusal clients cause by using
+    /// the host's capacity (`streams_full`), which a client could repeat
+    /// at will (QA: 200 refused streams wrote 200 ERROR lines).
+    WarnThrottled,
+}
+
+pub(super) fn how_logged(e: &ApiError) -> Logged {
+    match e {
+        ApiError::StorageFull(_) | ApiError::StorageError(_) => Logged::ErrorThrottled,
+        ApiError::StreamsFull(_) => Logged::WarnThrottled,
+        _ => Logged::Error,
+    }
 }
 
 /// The last storage error logged, when, and how many times it was

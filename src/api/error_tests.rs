@@ -107,3 +107,21 @@ async fn other_sqlite_errors_stay_internal() {
     let (status, body) = answer(sqlite(rusqlite::ffi::SQLITE_CONSTRAINT, "constraint")).await;
     assert_eq!(status, 500, "{body}");
 }
+
+/// Regression (QA): every `streams_full` refusal wrote a line at ERROR,
+/// so any signed-in client could fill the log at that level by opening
+/// streams. It is a refusal clients cause: at WARN, once a minute at
+/// most, as storage errors are throttled; other server errors stay at
+/// ERROR each time.
+#[test]
+fn a_full_stream_table_is_logged_as_a_throttled_warning() {
+    assert_eq!(
+        how_logged(&ApiError::StreamsFull("all streams taken".into())),
+        Logged::WarnThrottled
+    );
+    assert_eq!(
+        how_logged(&ApiError::StorageFull("disk full".into())),
+        Logged::ErrorThrottled
+    );
+    assert_eq!(how_logged(&ApiError::Internal("bug".into())), Logged::Error);
+}
