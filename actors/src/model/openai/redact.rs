@@ -71,13 +71,17 @@ impl Redactor {
         self.secrets.first().map_or(0, String::len)
     }
 
-    /// `text` without userinfo in its URLs and without any secret.
+    /// `text` without userinfo in its URLs and without any secret, whole
+    /// or echoed in part ([`hide_parts`]).
     pub(super) fn text(&self, text: &str) -> String {
         let mut text = without_userinfo(text);
         for secret in &self.secrets {
             if text.contains(secret.as_str()) {
                 text = text.replace(secret.as_str(), HIDDEN);
             }
+        }
+        for secret in &self.secrets {
+            text = hide_parts(&text, secret);
         }
         text
     }
@@ -309,3 +313,85 @@ fn base64(bytes: &[u8]) -> String {
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;
+
+/// The fewest chars of a secret's start or end that [`hide_parts`] hides:
+/// a third of the secret, and at least this many (the 8-char prefixes
+/// keys share, `sk-proj-`, and the last four chars servers print of a
+/// key, `…wxyz`, stay).
+const MIN_PART_CHARS: usize = 12;
+
+/// `text` with every run of at least [`MIN_PART_CHARS`] chars (and a
+/// third of the secret) that starts or ends `secret` replaced by
+/// [`HIDDEN`]: a server that echoes a key cut short ("Incorrect API key
+/// provided: sk-qa-SUPERSECRET-01") shows no whole secret, and the part
+/// it shows is as good as half the key (QA: the first half reached the
+/// transcript, the log and the JSONL mirror).
+fn hide_parts(text: &str, secret: &str) -> String {
+    let chars = secret.chars().count();
+    let min = MIN_PART_CHARS.max(chars.div_ceil(3));
+    if chars <= min {
+        return text.to_owned();
+    }
+    // the byte lengths of the secret's first and last `min` chars
+    let head = secret
+        .char_indices()
+        .nth(min)
+        .map_or(secret.len(), |(i, _)| i);
+    let tail = secret
+        .char_indices()
+        .rev()
+        .nth(min - 1)
+        .map_or(0, |(i, _)| i);
+    let (start, end) = (&secret[..head], &secret[tail..]);
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    // a start of the secret, as far as the text goes on with it
+    for (at, _) in text.match_indices(start) {
+        let mut len = common_prefix(&text[at..], secret);
+        while !text.is_char_boundary(at + len) {
+            len -= 1;
+        }
+        spans.push((at, at + len));
+    }
+    // an end of the secret, as far back as the text has it
+    for (at, _) in text.match_indices(end) {
+        let stop = at + end.len();
+        let mut len = common_suffix(&text[..stop], secret);
+        while !text.is_char_boundary(stop - len) {
+            len -= 1;
+        }
+        spans.push((stop - len, stop));
+    }
+    if spans.is_empty() {
+        return text.to_owned();
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    for (from, to) in spans {
+        if to <= done {
+            continue;
+        }
+        let from = from.max(done);
+        out.push_str(&text[done..from]);
+        if !out.ends_with(HIDDEN) {
+            out.push_str(HIDDEN);
+        }
+        done = to;
+    }
+    out.push_str(&text[done..]);
+    out
+}
+
+/// Bytes `a` and `b` start with in common.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// Bytes `a` and `b` end with in common.
+fn common_suffix(a: &str, b: &str) -> usize {
+    a.bytes()
+        .rev()
+        .zip(b.bytes().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}

@@ -146,3 +146,37 @@ fn the_hosts_credentials_are_cleaned_before_the_cut_too() {
         }
     }
 }
+
+/// Regression (QA): a server that echoed the key cut short ("Incorrect
+/// API key provided: <its first half>") showed no whole secret, and that
+/// half reached the turn's notice, the log and the transcript files. A
+/// start or end of a secret of at least 12 chars (and a third of it) is
+/// hidden too; the short masks servers print (`sk-proj-…wxyz`) stay.
+#[test]
+fn a_key_echoed_in_part_is_hidden() {
+    let options = OpenAiOptions {
+        api_key: Some("sk-qa-SUPERSECRET-0123456789abcdef".into()),
+        ..OpenAiOptions::new("http://127.0.0.1:9/v1", "m")
+    };
+    let url = Url::parse("http://127.0.0.1:9/v1/chat/completions").unwrap();
+    let redactor = Redactor::new(&options, &url);
+    assert_eq!(
+        redactor.text("Incorrect API key provided: sk-qa-SUPERSECRET. Check it."),
+        "Incorrect API key provided: ***. Check it."
+    );
+    assert_eq!(
+        redactor.text("key ending 0123456789abcdef is revoked"),
+        "key ending *** is revoked"
+    );
+    assert_eq!(
+        redactor.text("bad key sk-qa-SUPERSECRET-0123456789abcdef-x"),
+        "bad key ***-x"
+    );
+    // what servers print of a key, and a text sharing less of it, stay
+    assert_eq!(
+        redactor.text("Incorrect API key provided: sk-qa-SU**********cdef"),
+        "Incorrect API key provided: sk-qa-SU**********cdef"
+    );
+    assert_eq!(redactor.text("sk-qa-SUPER:"), "sk-qa-SUPER:");
+    assert_eq!(redactor.text("sk-qa-SUPERS:"), "***:");
+}
