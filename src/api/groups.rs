@@ -299,13 +299,42 @@ async fn room_or_bot(
     name: &str,
     instead: &str,
 ) -> Result<botfleet_memory::RoomRecord, ApiError> {
-    match group::room_for(state.fleet.runtime(), &user.0, name).await {
-        Ok(record) => Ok(record),
-        Err(GroupError::NotFound(no_room)) => {
-            Err(bot_named(state, user, name, no_room, instead).await)
-        }
-        Err(e) => Err(e.into()),
+    let error = match group::room_for(state.fleet.runtime(), &user.0, name).await {
+        Ok(record) => return Ok(record),
+        Err(e @ (GroupError::NotFound(_) | GroupError::Invalid(_))) => e,
+        Err(e) => return Err(e.into()),
+    };
+    // the display name of a room of theirs, which people type for its id
+    // (QA: `group send "Daily Standup" hi` was told only that the id is
+    // invalid; a bot's name gets "did you mean")
+    if let Some(room) = named_room(state, user, name).await {
+        return Err(ApiError::NotFound(format!(
+            "no room {name:?}: that is the name of your room {}; rooms are given by id: use {}",
+            room.id, room.id
+        )));
     }
+    Err(match error {
+        GroupError::NotFound(no_room) => bot_named(state, user, name, no_room, instead).await,
+        other => other.into(),
+    })
+}
+
+/// The room of `user`'s (one they may use) whose display name is `name`,
+/// ignoring case and surrounding spaces, when exactly one is.
+async fn named_room(
+    state: &ApiState,
+    user: &AuthUser,
+    name: &str,
+) -> Option<botfleet_memory::RoomRecord> {
+    let wanted = name.trim().to_lowercase();
+    let rooms = group::rooms_for(state.fleet.runtime(), &user.0)
+        .await
+        .ok()?;
+    let mut named = rooms
+        .into_iter()
+        .filter(|r| r.closed_at.is_none() && r.name.to_lowercase() == wanted);
+    let room = named.next()?;
+    named.next().is_none().then_some(room)
 }
 
 pub(crate) async fn post_message(

@@ -481,3 +481,35 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} speaks" } } ]
     assert!(!err.contains("message #1"), "{err}");
     host.shutdown().await;
 }
+
+/// Regression (QA): a room's display name where its id goes (`group send
+/// "Daily Standup" hi`) was told only that the id is invalid; it is told
+/// the id to use, as a bot's name gets "did you mean".
+#[tokio::test]
+async fn a_rooms_name_in_place_of_its_id_is_told_the_id() {
+    let host = room_host(TALKER).await;
+    let body = json!({"name": "Daily Standup", "id": "daily", "members": ["a", "b"]});
+    let (status, room) = create(&host, TOKEN, body).await;
+    assert_eq!(status, 201, "{room}");
+    let (code, _, err) =
+        crate::support::process::cli(&["group", "send", "Daily Standup", "hi"], &host.url, TOKEN)
+            .await;
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("that is the name of your room daily; rooms are given by id: use daily"),
+        "{err}"
+    );
+    let (status, v) = host.get("/v1/groups/daily%20standup/entries", TOKEN).await;
+    assert_eq!(status, 404, "{v}");
+    assert!(v.to_string().contains("use daily"), "{v}");
+    // bob has no such room: nothing of alice's is named to him
+    let (status, v) = host
+        .get(
+            "/v1/groups/Daily%20Standup/entries",
+            crate::support::fleet::BOB_TOKEN,
+        )
+        .await;
+    assert!(status == 400 || status == 404, "{v}");
+    assert!(!v.to_string().contains("daily"), "{v}");
+    host.shutdown().await;
+}
