@@ -246,24 +246,27 @@ fn a_secret_value_with_a_nul_byte_is_refused() {
     assert!(e.contains("secrets[0].value") && e.contains("NUL"), "{e}");
 }
 
+/// The issue's example fleet with `runtime` lines in its `[runtime]` and
+/// its bot's tools `tools` (a list's inside).
+fn runtime_fleet(runtime: &str, tools: &str) -> LoadedFleet {
+    let text = ISSUE_EXAMPLE
+        .replace(
+            "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]",
+            &format!("tools = [{tools}]"),
+        )
+        .replace(
+            "listen = \"127.0.0.1:7878\"\n",
+            &format!("listen = \"127.0.0.1:7878\"\n\n[runtime]\n{runtime}\n"),
+        );
+    LoadedFleet::parse(&text, "fleet.toml", None).unwrap()
+}
+
 /// `runtime.max_hops = 1` is accepted but refuses every Task (a task and
 /// its report are two hops): a warning names the key and the bots with
 /// Task. (Before, `check-config` said only "ok".)
 #[test]
 fn max_hops_below_a_tasks_two_hops_is_a_warning_naming_the_bots_with_task() {
-    let fleet = |max_hops: &str, tools: &str| {
-        let text = ISSUE_EXAMPLE
-            .replace(
-                "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]",
-                &format!("tools = [{tools}]"),
-            )
-            .replace(
-                "listen = \"127.0.0.1:7878\"\n",
-                "listen = \"127.0.0.1:7878\"\n\n[runtime]\n",
-            );
-        let text = text.replace("[runtime]\n", &format!("[runtime]\n{max_hops}\n"));
-        LoadedFleet::parse(&text, "fleet.toml", None).unwrap()
-    };
+    let fleet = runtime_fleet;
     let warned = fleet("max_hops = 1", "\"SendMessage\", \"Task\"").warnings();
     assert_eq!(warned.len(), 1, "{warned:?}");
     let w = &warned[0];
@@ -682,18 +685,7 @@ fn user_ids_that_differ_only_in_case_are_warned_of() {
 /// each Task was told to wait for the reports of its 0 subagents.)
 #[test]
 fn a_zero_subagent_or_made_agent_limit_is_a_warning_naming_the_bots() {
-    let fleet = |runtime: &str, tools: &str| {
-        let text = ISSUE_EXAMPLE
-            .replace(
-                "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]",
-                &format!("tools = [{tools}]"),
-            )
-            .replace(
-                "listen = \"127.0.0.1:7878\"\n",
-                &format!("listen = \"127.0.0.1:7878\"\n\n[runtime]\n{runtime}\n"),
-            );
-        LoadedFleet::parse(&text, "fleet.toml", None).unwrap()
-    };
+    let fleet = runtime_fleet;
     let warned = fleet("max_subagents = 0", "\"SendMessage\", \"Task\"").warnings();
     assert_eq!(warned.len(), 1, "{warned:?}");
     assert!(

@@ -48,6 +48,26 @@ async fn delete(host: &TestHost, token: &str, id: &MemoryId) -> (u16, Value) {
     (r.status().as_u16(), r.json::<Value>().await.unwrap())
 }
 
+/// Adds `text` to project apollo's profile, as a memory tool would; its
+/// id is derived from `seed`.
+async fn remember_in_apollo(host: &TestHost, seed: &str, text: &str) -> MemoryId {
+    let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
+    let id = MemoryId::derive(seed);
+    rt.memory
+        .apply(MemoryOp::Add(NewMemory {
+            id: id.clone(),
+            scope: "project:apollo".parse().unwrap(),
+            layer: Layer::Profile,
+            text: text.into(),
+            importance: Importance::NORMAL,
+            expires_at: None,
+            source: "test".into(),
+        }))
+        .await
+        .unwrap();
+    id
+}
+
 #[tokio::test]
 async fn a_projects_item_is_forgotten_by_its_members_only() {
     let host = TestFleet::new()
@@ -70,20 +90,7 @@ async fn a_projects_item_is_forgotten_by_its_members_only() {
             .any(|b| b["origin"] == "subagent:p1"),
         "{bots}"
     );
-    let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
-    let id = MemoryId::derive("apollo launch");
-    rt.memory
-        .apply(MemoryOp::Add(NewMemory {
-            id: id.clone(),
-            scope: "project:apollo".parse().unwrap(),
-            layer: Layer::Profile,
-            text: "Launch is on May 3".into(),
-            importance: Importance::NORMAL,
-            expires_at: None,
-            source: "test".into(),
-        }))
-        .await
-        .unwrap();
+    let id = remember_in_apollo(&host, "apollo launch", "Launch is on May 3").await;
 
     // bob has no bot in apollo: as if there were no such item
     let (status, body) = delete(&host, BOB_TOKEN, &id).await;
@@ -135,20 +142,7 @@ async fn a_removed_bot_takes_its_owner_out_of_its_projects() {
     let (_, bots) = host.get("/v1/bots", BOB_TOKEN).await;
     assert!(bots["bots"][0]["removed_at"].is_i64(), "{bots:#}");
 
-    let rt = host.host.as_ref().unwrap().fleet.runtime().clone();
-    let id = MemoryId::derive("apollo plan");
-    rt.memory
-        .apply(MemoryOp::Add(NewMemory {
-            id: id.clone(),
-            scope: "project:apollo".parse().unwrap(),
-            layer: Layer::Profile,
-            text: "The plan after b1 left".into(),
-            importance: Importance::NORMAL,
-            expires_at: None,
-            source: "test".into(),
-        }))
-        .await
-        .unwrap();
+    let id = remember_in_apollo(&host, "apollo plan", "The plan after b1 left").await;
 
     let scopes = |v: &Value| -> Vec<String> {
         v["scopes"]
