@@ -374,23 +374,32 @@ async fn bot_paused_until(client: &Client, bot: &str) -> Option<i64> {
         .as_i64()
 }
 
-/// Whether a turn other than `ended` runs over the message of `gid` now
-/// (`GET /v1/bots/{bot}/turns` lists its inputs' gids): a retry of the
-/// turn that ended over it. Unknown (the host did not answer) is `false`.
+/// Whether a turn later than `ended` runs, or ran, over the message of
+/// `gid` (`GET /v1/bots/{bot}/turns` lists its inputs' gids, newest
+/// first): a retry of the turn that ended over it. One that ended since
+/// the entries were read counts too: the next read holds its end (a
+/// retry that ended between that read and this one was missed, and the
+/// old failure printed; CI). Unknown (the host did not answer) is
+/// `false`.
 async fn retry_running(client: &Client, bot: &str, ended: &str, gid: i64) -> bool {
     let path = format!("/v1/bots/{}/turns", crate::client::segment(bot));
     let Ok(list) = client.get(&path).await else {
         return false;
     };
-    list["turns"].as_array().is_some_and(|turns| {
-        turns.iter().any(|t| {
-            t["id"] != ended
-                && t["status"] == "running"
-                && t["inputs"]
-                    .as_array()
-                    .is_some_and(|inputs| inputs.contains(&json!(gid)))
-        })
-    })
+    let over_it = |t: &Value| {
+        t["inputs"]
+            .as_array()
+            .is_some_and(|inputs| inputs.contains(&json!(gid)))
+    };
+    let Some(turns) = list["turns"].as_array() else {
+        return false;
+    };
+    match turns.iter().position(|t| t["id"] == ended) {
+        // the turns listed before it are later
+        Some(at) => turns[..at].iter().any(over_it),
+        // past the listing's page: only a running one is known later
+        None => turns.iter().any(|t| t["status"] == "running" && over_it(t)),
+    }
 }
 
 /// Ctrl-C (SIGINT), caught from now on; `None` when it cannot be (the
