@@ -269,9 +269,9 @@ impl ApiError {
 }
 
 /// Logs a server error answered to a client. A storage error, which every
-/// request repeats while the disk is full or the store damaged, is logged
-/// once, then at most once a minute with the count of those not logged
-/// since (`repeats`).
+/// request repeats while the disk is full or the store damaged, and a
+/// `streams_full` refusal are logged once, then at most once a minute
+/// with the count of those not logged since (`repeats`) ([`how_logged`]).
 fn log_server_error(e: &ApiError) {
     let logged = how_logged(e);
     if logged == Logged::Error {
@@ -279,12 +279,12 @@ fn log_server_error(e: &ApiError) {
         return;
     }
     let message = e.to_string();
-    let mut last = STORAGE_LOGGED
+    let mut last = THROTTLED_LOGGED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((logged, at, repeats)) = last.as_mut()
         && *logged == message
-        && at.elapsed() < STORAGE_LOG_EVERY
+        && at.elapsed() < THROTTLED_LOG_EVERY
     {
         *repeats += 1;
         return;
@@ -323,13 +323,13 @@ pub(super) fn how_logged(e: &ApiError) -> Logged {
     }
 }
 
-/// The last storage error logged, when, and how many times it was
-/// answered since without a line.
-static STORAGE_LOGGED: std::sync::Mutex<Option<(String, std::time::Instant, u64)>> =
+/// The last throttled error logged (a storage error, `streams_full`),
+/// when, and how many times it was answered since without a line.
+static THROTTLED_LOGGED: std::sync::Mutex<Option<(String, std::time::Instant, u64)>> =
     std::sync::Mutex::new(None);
 
-/// How often a repeated storage error is logged again.
-const STORAGE_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+/// How often a repeated throttled error is logged again.
+const THROTTLED_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The `WWW-Authenticate` value of a `401` (docs/api.md, docs/openapi.yaml).
 const BEARER_CHALLENGE: &str = r#"Bearer realm="botfleet""#;

@@ -36,6 +36,7 @@ use crate::tools::ToolRegistry;
 use crate::tools::subagents::subagent_session;
 use crate::tools::test_support::alices_bot;
 use crate::tools::test_support::done;
+use crate::tools::test_support::ends;
 use crate::tools::test_support::fleet_runtime;
 use crate::tools::test_support::next_change;
 use crate::tools::test_support::tool_step;
@@ -133,16 +134,6 @@ fn reports(entries: &[Entry]) -> Vec<String> {
         .iter()
         .filter_map(|e| match &e.kind {
             EntryKind::AgentMessage { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ends(entries: &[Entry]) -> Vec<TurnStatus> {
-    entries
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EntryKind::TurnEnd { status, .. } => Some(*status),
             _ => None,
         })
         .collect()

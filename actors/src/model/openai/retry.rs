@@ -230,9 +230,6 @@ pub(super) fn retry_after_at(headers: &HeaderMap, now: DateTime<Utc>) -> Option<
     // caller refuses as too long (QA: `18446744073709551615` read as no
     // header and retried after half a second)
     let seconds = |value: f64| Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX);
-    if let Some(ms) = text("retry-after-ms").and_then(|t| t.parse::<u64>().ok()) {
-        return Some(Duration::from_millis(ms));
-    }
     if let Some(ms) = number("retry-after-ms") {
         return Some(seconds(ms / 1000.0));
     }
