@@ -7,11 +7,14 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::openai_server::Endless;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
@@ -200,6 +203,53 @@ async fn a_summary_longer_than_its_bound_is_cut_and_marked() {
         "{} compactions for 20 turns",
         compactions.len()
     );
+    host.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Regression: a summariser that ignores `max_tokens` kept the compaction
+/// reading its answer to the end (or to `max_response_bytes`), all of it
+/// then cut to the bound: a 290 KB summary held the person's turn for
+/// over 30 s, and one that never ends failed the compaction. Now the
+/// stream is stopped once the summary passes its bound, and what was read
+/// is the summary, cut off and marked.
+#[tokio::test]
+async fn a_summary_that_never_ends_is_stopped_at_its_bound() {
+    let server = OpenAiServer::builder()
+        .responder(|request| {
+            if is_compaction(request) {
+                Reply::endless(Endless::Words, Duration::ZERO)
+            } else {
+                noted_turn(request)
+            }
+        })
+        .start()
+        .await;
+    let host = fleet(&server, None).await;
+    let (session, _) = chat(&host, 0, 20).await;
+    let entries = host.entries(&session).await;
+    let written = summaries(&entries);
+    assert!(!written.is_empty(), "no summary");
+    for summary in &written {
+        let text = summary["text"].as_str().unwrap();
+        assert!(text.len() < 6_000, "a summary of {} bytes", text.len());
+        assert!(text.starts_with("The person sent another note"), "{text}");
+        assert!(
+            text.contains("The summary was cut off here"),
+            "no marker: {text}"
+        );
+    }
+    // the stopped call counts what it sent and read (its ~10 KB of text
+    // alone; the turns' SendMessage calls are a few tokens each)
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    let r = bots["bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "r")
+        .unwrap();
+    let completion = r["usage"]["total"]["completion_tokens"].as_u64().unwrap();
+    assert!(completion > 1_000, "{}", r["usage"]);
     host.shutdown().await;
     server.shutdown().await;
 }

@@ -54,6 +54,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::bounds::Bounds;
 use self::bounds::Chunk;
+use self::cap::SummaryCap;
 // the bounds read these as `super::` items
 use self::records::MAX_ENTRY_CHARS;
 use self::records::push_indented;
@@ -74,6 +75,7 @@ use crate::model::FinishReason;
 use crate::model::Model;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
+use crate::model::ModelResponse;
 use crate::model::Purpose;
 use crate::model::reasoning_text::after_reasoning;
 use crate::prompts::prompts;
@@ -82,6 +84,8 @@ use crate::settings::ContextSettings;
 
 #[path = "compaction_bounds.rs"]
 mod bounds;
+#[path = "compaction_cap.rs"]
+mod cap;
 
 /// The transcript records the summariser reads.
 #[path = "compaction_records.rs"]
@@ -306,11 +310,23 @@ async fn summarise(
     through: i64,
     cancel: &CancellationToken,
 ) -> Result<(String, TokenUsage), CompactionError> {
+    let mut cap = SummaryCap::new(bounds.summary_tokens);
     // a failure's text reaches the log and the turn's error: cleaned of
     // the host's credentials
-    let response = model
-        .complete_hiding(request, hidden, &mut (), cancel)
-        .await?;
+    let response = match model
+        .complete_hiding(request, hidden, &mut cap, cancel)
+        .await
+    {
+        Ok(response) => response,
+        // stopped past the bound (a server that ignores `max_tokens`):
+        // the text so far is the summary, cut off; no usage came with it
+        Err(ModelError::Aborted { partial, .. }) if cap.tripped => ModelResponse {
+            text: partial,
+            finish: FinishReason::Length,
+            ..ModelResponse::default()
+        },
+        Err(e) => return Err(e.into()),
+    };
     // a thinking model served without a reasoning parser puts its
     // reasoning first (`<think>…</think>`): it is not the summary; one
     // that never closes leaves no summary
@@ -328,6 +344,16 @@ async fn summarise(
         usage.prompt_tokens = u.prompt_tokens;
         usage.cached_tokens = u.cached_prompt_tokens;
         usage.completion_tokens = u.completion_tokens;
+    } else if cap.tripped {
+        // a stream stopped before its end brings no usage: counted as
+        // sent and as read, as a turn's call cut off is
+        let count = |text: &str| u64::from(bounds.encoding.count(text));
+        usage.prompt_tokens = request
+            .messages
+            .iter()
+            .map(|m| count(&m.token_text()))
+            .sum();
+        usage.completion_tokens = count(&response.text);
     }
     Ok((summary, usage))
 }

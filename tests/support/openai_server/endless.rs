@@ -1,6 +1,6 @@
 //! Bodies that never end, for the provider's limits: a stream of tool-call
-//! argument pieces, of keep-alive comments only, one SSE line without end,
-//! or a JSON completion whose text goes on forever.
+//! argument pieces, of text pieces, of keep-alive comments only, one SSE
+//! line without end, or a JSON completion whose text goes on forever.
 
 use std::io;
 use std::time::Duration;
@@ -17,6 +17,9 @@ pub enum Endless {
     /// SSE: one tool call (`SendMessage`) whose `arguments` grow by a
     /// 1 KiB piece per event.
     Arguments,
+    /// SSE: text (`content`) that grows by a piece of words per event
+    /// (a server that ignores `max_tokens`).
+    Words,
     /// SSE: `: ping` comment lines and nothing else.
     Comments,
     /// SSE: one `data:` line that never ends.
@@ -49,6 +52,11 @@ pub(super) fn respond(kind: Endless, pause: Duration) -> Response {
                     "function": {"name": "SendMessage", "arguments": "{\"text\": \""}}]})),
             ],
             delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})),
+        ),
+        Endless::Words => (
+            "text/event-stream",
+            vec![delta(json!({"role": "assistant", "content": ""}))],
+            delta(json!({"content": "The person sent another note about lorem ipsum. ".repeat(20)})),
         ),
         Endless::Comments => (
             "text/event-stream",
