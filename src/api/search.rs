@@ -23,6 +23,7 @@ use botfleet_memory::EntryKind;
 use botfleet_memory::IndexError;
 use botfleet_memory::MAX_SEARCH_LIMIT;
 use botfleet_memory::MAX_SEARCH_OFFSET;
+use botfleet_memory::SearchHit;
 use botfleet_memory::SearchQuery;
 use botfleet_memory::SessionId;
 use botfleet_memory::TranscriptSearch;
@@ -82,6 +83,14 @@ async fn room_as_bot(
 
 /// Maps an index error to the API's answer: a refused query is the
 /// client's to fix (400, the message says what to change).
+/// Whether a bot wrote `hit` (its reply, its call's result, its message
+/// to another bot), so that its author is a bot's id. A person's message
+/// is never given a bot's name, even where their user id is also a bot's
+/// (QA: user `zed`'s message showed as written by the bot `zed`).
+fn by_a_bot(hit: &SearchHit) -> bool {
+    matches!(hit.role.as_str(), "assistant" | "agent" | "tool")
+}
+
 fn index_error(e: IndexError) -> ApiError {
     if let IndexError::Query(q) = &e {
         return ApiError::BadRequest(format!("q: {q}"));
@@ -284,7 +293,7 @@ pub(crate) async fn search(
     // display names of the bots that wrote the hits: in a shared room
     // they include other users' bots, which the caller's bot list lacks
     let mut names: HashMap<&str, String> = HashMap::new();
-    for h in &results.hits {
+    for h in results.hits.iter().filter(|h| by_a_bot(h)) {
         if names.contains_key(h.author.as_str()) {
             continue;
         }
@@ -315,7 +324,7 @@ pub(crate) async fn search(
                     map.insert("session_kind".into(), json!(s.key.kind));
                     map.insert("where".into(), json!(describe_session(s)));
                 }
-                if let Some(name) = names.get(h.author.as_str()) {
+                if let Some(name) = names.get(h.author.as_str()).filter(|_| by_a_bot(h)) {
                     map.insert("author_name".into(), json!(name));
                 }
                 if let Some(status) = approval_status.get(&(h.session, h.seq)) {

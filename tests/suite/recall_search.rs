@@ -15,6 +15,7 @@ use super::recall::RECALL_TOOLS;
 use super::recall::chat;
 use super::recall::flush;
 use super::recall::topic;
+use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::restart;
@@ -278,6 +279,51 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
             ("alice".to_owned(), Value::Null),
             ("b".to_owned(), json!("b-name")),
             ("t".to_owned(), json!("t-name")),
+        ],
+        "{v}"
+    );
+    host.shutdown().await;
+}
+
+/// Regression: a person's hit was given a bot's `author_name` when their
+/// user id is also a bot's id (QA: user `zed` beside the bot `zed`; any
+/// API client showed the person's message as the bot's). Only what a bot
+/// wrote is named.
+#[tokio::test]
+async fn a_persons_hit_gets_no_bot_name_where_a_bot_has_their_id() {
+    let script = r#"
+[[rule]]
+match = "wombat"
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot_of("bob", "s", RECALL_TOOLS, "bob")
+        .start()
+        .await;
+    let (session, _) = chat(&host, BOB_TOKEN, "bob", "who saw the wombat?").await;
+    flush(&host).await;
+    let (status, v) = host.get("/v1/search?q=wombat&limit=10", BOB_TOKEN).await;
+    assert_eq!(status, 200, "{v}");
+    let mut named: Vec<(String, Value)> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["session"] == session.as_str())
+        .map(|h| {
+            (
+                h["kind"].as_str().unwrap().to_owned(),
+                h["author_name"].clone(),
+            )
+        })
+        .collect();
+    named.sort_by(|x, y| x.0.cmp(&y.0));
+    named.dedup();
+    assert_eq!(
+        named,
+        vec![
+            ("delivery".to_owned(), json!("bob-name")),
+            ("user_message".to_owned(), Value::Null),
         ],
         "{v}"
     );
