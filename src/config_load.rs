@@ -563,7 +563,7 @@ impl LoadedFleet {
                                 None
                             }
                             // the inline minimum; the message names the rule, never the value
-                            Some(s) if s.len() < MIN_HOOK_SECRET => {
+                            Some(s) if s.chars().count() < MIN_HOOK_SECRET => {
                                 problems.push(self.invalid(
                                     key,
                                     format!(

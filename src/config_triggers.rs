@@ -168,7 +168,7 @@ impl LoadedFleet {
                          so every delivery would fail its signature: remove the whitespace",
                     ));
                 }
-                (Some(s), None) if s.len() < MIN_HOOK_SECRET => {
+                (Some(s), None) if s.chars().count() < MIN_HOOK_SECRET => {
                     return Err(self.invalid(
                         format!("{key}.secret"),
                         format!("is too short; use at least {MIN_HOOK_SECRET} characters"),

@@ -152,3 +152,44 @@ async fn hooks_that_share_a_secret_are_warned_of_at_start() {
     }
     host.shutdown().await;
 }
+
+/// Regression: a hook secret's minimum of 16 characters was counted in
+/// bytes, so 8 accented letters (16 bytes) or 4 emoji passed, inline and
+/// from the environment, though the docs and the error say characters.
+#[tokio::test]
+async fn a_hook_secret_is_counted_in_characters() {
+    let short = "\u{e9}".repeat(8);
+    let fleet = |hook: String| {
+        TestFleet::new()
+            .script("s", "[[rule]]\nsteps = [ { text = \"noted\" } ]\n")
+            .bot("r", "s", &["SendMessage"])
+            .bot_lines(&hook)
+    };
+    let inline = fleet(format!(
+        "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{short}\"\n"
+    ));
+    let from_env = fleet(format!(
+        "[[bots.hooks]]\nname = \"gh\"\nsecret_env = \"{VAR}\"\n"
+    ));
+    for (fleet, field) in [(inline, "secret"), (from_env, "secret_env")] {
+        let options = HostOptions {
+            fleet: Some(fleet.write()),
+            data_dir: None,
+            listen: None,
+            env: Some(HashMap::from([(VAR.to_owned(), "\u{1f600}".repeat(4))])),
+            shell_launcher: Some(BIN.into()),
+            clock: None,
+        };
+        let err = match botfleet::host::start(options).await {
+            Ok(host) => {
+                host.shutdown().await;
+                panic!("the host started with a {field} of too few characters")
+            }
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            err.contains(&format!("bots[0].hooks[0].{field}")) && err.contains("too short"),
+            "{err}"
+        );
+    }
+}
