@@ -847,7 +847,8 @@ impl OpenAiModel {
             .await;
         }
         // which provider, where, and what to change (advice.rs)
-        let located = |error| advice::located(error, &self.shown_url(redactor), &self.options);
+        let located =
+            |error| advice::located_after(error, &self.shown_url(redactor), &self.options, retries);
         match result {
             Ok(result) => result.map_err(located),
             Err(_elapsed) => {

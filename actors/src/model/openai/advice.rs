@@ -52,8 +52,17 @@ pub(super) fn failed_finish(reason: &str) -> String {
 
 /// `error` as the operator reads it: wrapped with the provider's name,
 /// `url` (already without credentials) and the fix, when the options name
-/// the provider; as it is otherwise.
-pub(super) fn located(error: ModelError, url: &str, options: &OpenAiOptions) -> ModelError {
+/// the provider; as it is otherwise. For a call allowed `retries`
+/// retries: fewer than `max_retries` for a summariser's call, whose
+/// failure then says so rather than point at a setting that does not
+/// change it (QA: "failed on every attempt (providers.dyn.max_retries =
+/// 4)" after 2 attempts).
+pub(super) fn located_after(
+    error: ModelError,
+    url: &str,
+    options: &OpenAiOptions,
+    retries: u32,
+) -> ModelError {
     let Some(provider) = options.provider.as_deref() else {
         return error;
     };
@@ -69,7 +78,10 @@ pub(super) fn located(error: ModelError, url: &str, options: &OpenAiOptions) -> 
         ModelError::Http { status: 404, .. } | ModelError::Config(_) => {
             return wrap(error, provider, "", String::new());
         }
-        ModelError::Http { status, body, .. } => http(*status, body, provider, options),
+        ModelError::Http { status, body, .. } => {
+            let tries = tries_said(provider, options, retries);
+            http(*status, body, provider, options, &tries)
+        }
         ModelError::Unreachable { detail, .. } => unreachable(detail, url, provider, options),
         ModelError::StreamBroken { detail, .. } => broken(detail, provider, options),
         ModelError::TimedOut { limit, .. } => format!(
@@ -136,7 +148,22 @@ fn key_variable(provider: &str, options: &OpenAiOptions) -> String {
 }
 
 /// The fix an HTTP error status (and its body) points at.
-fn http(status: u16, body: &str, provider: &str, options: &OpenAiOptions) -> String {
+/// How many attempts the call was allowed, as a failure on every one
+/// says it: the setting, or why a summariser's call made fewer.
+fn tries_said(provider: &str, options: &OpenAiOptions, retries: u32) -> String {
+    if retries == options.max_retries {
+        return format!("providers.{provider}.max_retries = {retries}");
+    }
+    let times = if retries == 1 { "once" } else { "fewer times" };
+    format!(
+        "{} attempts: a summariser's call is retried at most {times}, whatever \
+         providers.{provider}.max_retries ({}) allows",
+        retries + 1,
+        options.max_retries
+    )
+}
+
+fn http(status: u16, body: &str, provider: &str, options: &OpenAiOptions, tries: &str) -> String {
     let model = &options.model;
     match status {
         401 if sends_key(options) => format!(
@@ -168,23 +195,19 @@ fn http(status: u16, body: &str, provider: &str, options: &OpenAiOptions) -> Str
         400 | 422 => refused_request(body, provider, options),
         408 => format!(
             "the server, or a proxy in front of it, gave up waiting for the request on every \
-             attempt (providers.{provider}.max_retries = {}): check its load, then retry",
-            options.max_retries
+             attempt ({tries}): check its load, then retry"
         ),
         413 => format!(
             "the request is larger than the server (or a proxy in front of it) takes: lower \
              providers.{provider}.compact_at_tokens, or raise the proxy's body limit"
         ),
         429 => format!(
-            "the server rate-limited every attempt (providers.{provider}.max_retries = {}): \
-             retry later, spread the bots over more providers, or raise the key's limits with \
-             the provider",
-            options.max_retries
+            "the server rate-limited every attempt ({tries}): retry later, spread the bots \
+             over more providers, or raise the key's limits with the provider"
         ),
         500..=599 => format!(
-            "the server failed on every attempt (providers.{provider}.max_retries = {}): check \
-             that it is up and healthy (its logs, its load), then retry",
-            options.max_retries
+            "the server failed on every attempt ({tries}): check that it is up and healthy \
+             (its logs, its load), then retry"
         ),
         _ => String::new(),
     }

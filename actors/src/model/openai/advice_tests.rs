@@ -4,7 +4,7 @@ use super::super::super::ModelError;
 use super::NO_RESPONSE;
 use super::OpenAiOptions;
 use super::STALLED;
-use super::located;
+use super::located_after;
 
 const URL: &str = "http://127.0.0.1:9/v1/chat/completions";
 
@@ -17,6 +17,11 @@ fn options(key: bool) -> OpenAiOptions {
         max_retries: 2,
         ..OpenAiOptions::new("http://127.0.0.1:9/v1", "mock-model")
     }
+}
+
+/// The error of a call allowed the options' `max_retries`.
+fn located(error: ModelError, url: &str, options: &OpenAiOptions) -> ModelError {
+    located_after(error, url, options, options.max_retries)
 }
 
 fn http(status: u16, body: &str) -> ModelError {
@@ -187,6 +192,28 @@ fn what_callers_act_on_and_errors_outside_a_fleet_are_kept() {
     // retryable as the failure is
     assert!(located(http(503, "x"), URL, &options(true)).is_retryable());
     assert!(!located(http(401, "x"), URL, &options(true)).is_retryable());
+}
+
+/// Regression (QA): a summariser's call, retried at most once whatever
+/// `max_retries` allows, failed saying "on every attempt
+/// (providers.s.max_retries = 4)", pointing at a setting that does not
+/// change it. It says how many attempts it had and why; a turn's call
+/// still names the setting.
+#[test]
+fn a_summarisers_failure_says_how_many_attempts_it_had() {
+    let four = OpenAiOptions {
+        max_retries: 4,
+        ..options(true)
+    };
+    for status in [408, 429, 503] {
+        let told = located_after(http(status, "x"), URL, &four, 1).to_string();
+        assert!(
+            told.contains("2 attempts: a summariser's call is retried at most once, whatever providers.s.max_retries (4) allows"),
+            "{told}"
+        );
+        let turn = located_after(http(status, "x"), URL, &four, 4).to_string();
+        assert!(turn.contains("(providers.s.max_retries = 4)"), "{turn}");
+    }
 }
 
 /// A server or proxy that refuses `stream_options` (older vLLM and TGI)
