@@ -402,6 +402,9 @@ prompts! {
     entry_clipped => "entry_clipped.md",
     /// The same for a tool's result over the cap.
     result_clipped => "result_clipped.md",
+    /// The same for a result search leaves out (SearchTranscript,
+    /// ReadTranscript, CheckSubagent: they only quote other entries).
+    result_clipped_quoting => "result_clipped_quoting.md",
     /// A long string of a call's arguments over the per-entry budget.
     argument_clipped => "argument_clipped.md",
     /// The notice of a message to a stopped subagent.

@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 
 use botfleet_memory::Encoding;
+use botfleet_memory::TranscriptIndex;
 use serde_json::Value;
 use unicode_segmentation::GraphemeCursor;
 
@@ -409,10 +410,18 @@ fn argument_note(c: Cut<'_>, tool: &str, seq: &str) -> String {
     )
 }
 
-/// A clipped result of `tool`: prompts/result_clipped.md.
+/// A clipped result of `tool`: prompts/result_clipped.md, or
+/// result_clipped_quoting.md for a tool whose results the index leaves
+/// out (QA: a clipped SearchTranscript result sent the bot to search for
+/// words in it, which search never finds).
 fn result_note(c: Cut<'_>, tool: &str, seq: &str) -> String {
+    let template = if TranscriptIndex::QUOTING_TOOLS.contains(&tool) {
+        &prompts().result_clipped_quoting
+    } else {
+        &prompts().result_clipped
+    };
     note(
-        &prompts().result_clipped,
+        template,
         c,
         &[
             ("tool", tool),

@@ -374,6 +374,11 @@ fn texts(request: &[ChatMessage]) -> Vec<String> {
 /// huge and that read (seq 2) a huge result (seq 3), each of `chars`
 /// characters of words.
 fn huge_turn(session: SessionId, chars: usize) -> SessionTail {
+    huge_turn_of(session, chars, "Read")
+}
+
+/// [`huge_turn`] with a call of `tool` (`{"path":"big.txt"}`).
+fn huge_turn_of(session: SessionId, chars: usize, tool: &str) -> SessionTail {
     let words = |word: &str| format!("{word} ").repeat(chars / (word.len() + 1));
     let entries = vec![
         plain_entry(
@@ -391,7 +396,7 @@ fn huge_turn(session: SessionId, chars: usize) -> SessionTail {
                 text: format!("THOUGHT {} DONE", words("thought")),
                 tool_calls: vec![botfleet_memory::ToolCallBody {
                     id: "r".into(),
-                    name: "Read".into(),
+                    name: tool.into(),
                     arguments: r#"{"path":"big.txt"}"#.into(),
                 }],
             },
@@ -401,7 +406,7 @@ fn huge_turn(session: SessionId, chars: usize) -> SessionTail {
             3,
             EntryKind::ToolResult {
                 call_id: "r".into(),
-                name: "Read".into(),
+                name: tool.into(),
                 content: format!("FILE {} EOF", words("line")),
                 is_error: false,
             },
@@ -417,6 +422,36 @@ fn huge_turn(session: SessionId, chars: usize) -> SessionTail {
         Encoding::default(),
     );
     tail
+}
+
+/// Regression (QA): a clipped result of a tool the index leaves out
+/// (SearchTranscript, ReadTranscript, CheckSubagent) told the bot that
+/// SearchTranscript finds words in it, which it never does. Its note says
+/// search does not hold it; another tool's note still points to search.
+#[test]
+fn a_clipped_result_search_leaves_out_does_not_send_the_bot_to_search_it() {
+    for (tool, searchable) in [
+        ("SearchTranscript", false),
+        ("ReadTranscript", false),
+        ("CheckSubagent", false),
+        ("Shell", true),
+    ] {
+        let mut tail = huge_turn_of(SessionId::new_v7(), 60_000, tool);
+        tail.shape_requests(Some(1), 4_000, true);
+        let request = tail.take_request(None, &mut None);
+        let result = &texts(&request)[3];
+        assert!(result.contains("of this result's"), "{tool}: {result:.200}");
+        assert_eq!(
+            result.contains("SearchTranscript, if you have it, finds words in it"),
+            searchable,
+            "{tool}"
+        );
+        assert_eq!(
+            result.contains("but search does not"),
+            !searchable,
+            "{tool}"
+        );
+    }
 }
 
 /// Regression: one huge entry (a person's paste, the newest tool result,
