@@ -222,7 +222,7 @@ pub(crate) async fn post_message(
                 Some(botfleet_actors::user_message_digest(&id, text))
             };
             if let Some(answer) = lost_target_retry(&state, &user, &headers, &body, digest).await? {
-                return Ok((StatusCode::OK, Json(answer)).into_response());
+                return Ok((StatusCode::OK, Json(json!(answer))).into_response());
             }
             let send = "send to it with POST /v1/groups/{}/messages";
             return Err(named_room(&state, &user, &bot, no_bot, send).await);
@@ -283,7 +283,7 @@ pub(super) async fn lost_target_retry(
     headers: &HeaderMap,
     body: &[u8],
     digest: impl FnOnce(&str) -> Option<botfleet_memory::InputDigest>,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<AdmitOutcome>, ApiError> {
     let Ok(Some(key)) = idempotency_key(headers) else {
         return Ok(None);
     };
@@ -299,10 +299,7 @@ pub(super) async fn lost_target_retry(
         .store()
         .ledger_answer_to(&source, &key, digest)
         .await?;
-    Ok(match answer {
-        Some(outcome @ AdmitOutcome::Duplicate(_)) => Some(json!(outcome)),
-        _ => None,
-    })
+    Ok(answer.filter(|a| matches!(a, AdmitOutcome::Duplicate(_))))
 }
 
 /// Refuses a message over `host.max_text_chars`, unless its

@@ -358,9 +358,11 @@ pub(crate) async fn post_message(
         Err(no_room @ ApiError::NotFound(_)) => {
             let digest = |text: &str| Some(group::room_message_digest(&room, text));
             let retry = super::bots::lost_target_retry(&state, &user, &headers, &body, digest);
-            if let Some(mut answer) = retry.await? {
-                answer["room"] = json!(room);
-                return Ok((StatusCode::OK, Json(answer)).into_response());
+            if let Some(duplicate) = retry.await? {
+                // the whole record, as a retry the poster may still
+                // make gets: whom it addressed, its mentions
+                let posted = group::retried_post(state.fleet.runtime(), duplicate).await?;
+                return Ok((StatusCode::OK, Json(json!(posted))).into_response());
             }
             return Err(no_room);
         }

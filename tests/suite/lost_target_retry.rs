@@ -68,8 +68,10 @@ async fn a_retry_to_a_room_one_was_taken_out_of_is_a_duplicate() {
     assert_eq!(status, 201, "{room}");
     let id = room["id"].as_str().unwrap().to_owned();
     let path = format!("/v1/groups/{id}/messages");
-    let (status, first) = post(&host, &path, "r-1", "hello room").await;
+    let (status, first) = post(&host, &path, "r-1", "hello @a1 @nobody").await;
     assert_eq!(status, 202, "{first}");
+    assert_eq!(first["addressed"], json!(["a1"]), "{first}");
+    assert_eq!(first["unknown_mentions"], json!(["nobody"]), "{first}");
 
     // alice takes bob's only bot out: bob no longer reaches the room
     let (status, v) = host
@@ -81,11 +83,16 @@ async fn a_retry_to_a_room_one_was_taken_out_of_is_a_duplicate() {
         )
         .await;
     assert_eq!(status, 200, "{v}");
-    let (status, again) = post(&host, &path, "r-1", "hello room").await;
+    let (status, again) = post(&host, &path, "r-1", "hello @a1 @nobody").await;
     assert_eq!(status, 200, "{again}");
     assert_eq!(again["status"], "duplicate", "{again}");
     assert_eq!(again["seq"], first["seq"], "{again} {first}");
     assert_eq!(again["room"], json!(id), "{again}");
+    // the whole record, as openapi's RoomPosted has it (QA: the mentions
+    // were missing)
+    for field in ["addressed", "unknown_mentions", "removed_mentions"] {
+        assert_eq!(again[field], first[field], "{field}: {again} {first}");
+    }
     let (status, other) = post(&host, &path, "r-1", "another text").await;
     assert_eq!(status, 404, "{other}");
     host.shutdown().await;

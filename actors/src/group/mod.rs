@@ -81,6 +81,7 @@ pub use room::NewRoom;
 pub use room::Posted;
 pub use room::create_room;
 pub use room::post_message;
+pub use room::retried_post;
 pub use room::room_for;
 pub use room::room_message_digest;
 pub use room::rooms_for;

@@ -678,6 +678,35 @@ pub(super) async fn commit_post(
     Ok(posted)
 }
 
+/// The answer to a retry of a room message its poster may no longer
+/// post to (taken out of the room): `outcome` (the ledger's `duplicate`,
+/// whose record's `bot` is the room) with whom the message addressed and
+/// its mentions, as stored with its run, so the answer is the record a
+/// retry inside the room gets (QA: only the ledger's record, without
+/// `addressed` and the mentions the API promises).
+pub async fn retried_post(rt: &Runtime, outcome: AdmitOutcome) -> Result<Posted, GroupError> {
+    let AdmitOutcome::Duplicate(first) = &outcome else {
+        return Err(GroupError::Invalid(format!(
+            "not a duplicate room message: {outcome:?}"
+        )));
+    };
+    let room = RoomId::new(first.bot.as_str()).map_err(|e| GroupError::Invalid(e.to_string()))?;
+    let (addressed, unknown, removed) = match first_answer(rt, &room, first.seq).await? {
+        Some(state) => (state.selected, state.unknown, state.removed),
+        None => {
+            tracing::warn!(%room, seq = first.seq, "no readable run of a retried room message; answering without its mentions");
+            (Vec::new(), Vec::new(), Vec::new())
+        }
+    };
+    Ok(Posted {
+        outcome,
+        room,
+        addressed,
+        unknown_mentions: unknown,
+        removed_mentions: removed,
+    })
+}
+
 /// The stored state of the run the room message at `seq` started: its
 /// addressed members and mentions as computed when it was accepted (the
 /// coordinator keeps them as they were).
