@@ -329,6 +329,16 @@ prompts! {
     group_no_turn => "group_no_turn.md",
     /// Who of those addressed could take no turn, at a discussion's end.
     group_absent => "group_absent.md",
+    /// Why one member took no turn: the fleet's config no longer lists it.
+    group_absent_removed => "group_absent_removed.md",
+    /// … its owner removed it (a bot made by CreateAgent).
+    group_absent_removed_by_owner => "group_absent_removed_by_owner.md",
+    /// … it is a subagent its parent stopped.
+    group_absent_stopped => "group_absent_stopped.md",
+    /// … its owner no longer shares it.
+    group_absent_unshared => "group_absent_unshared.md",
+    /// … it was taken out of the room after the message was posted.
+    group_absent_left => "group_absent_left.md",
     /// Why a discussion ended after a round in which auto-review held
     /// back what members tried to publish (not a silence; the end then
     /// names them: `group_review_refused`).

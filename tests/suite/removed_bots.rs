@@ -582,8 +582,7 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
         ended,
         [
             "Discussion of message #1 ended: no member had anything new to answer after round 1; \
-             @b took no turn: removed (from the fleet's config or by its owner), stopped, or taken \
-             out of the room since the message (1 public reply)."
+             @b (no longer in the fleet's config) took no turn (1 public reply)."
         ],
         "{ended:#?}"
     );

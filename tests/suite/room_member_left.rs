@@ -77,7 +77,7 @@ async fn a_member_taken_out_before_the_discussion_is_named_as_taking_no_turn() {
         notice["text"]
             .as_str()
             .unwrap()
-            .contains("@a2 took no turn"),
+            .contains("@a2 (taken out of the room after the message was posted) took no turn"),
         "{notice}"
     );
     host.shutdown().await;

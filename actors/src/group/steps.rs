@@ -29,6 +29,7 @@ use botfleet_memory::SessionKind;
 use botfleet_memory::TurnStatus;
 use ractor::ActorRef;
 
+use super::absent::Absent;
 use super::absent::absent;
 use super::actor::Current;
 use super::actor::GroupMsg;
@@ -531,23 +532,69 @@ impl GroupState {
         // read): those that could take no turn, and those whose messages
         // auto-review refused
         let p = prompts();
-        for (members, left, template) in [
-            (progress.run.absent(), &progress.left[..], &p.group_absent),
-            (progress.run.held(), &[][..], &p.group_review_refused),
-        ] {
-            let named: Vec<String> = members
-                .into_iter()
-                .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
-                // and those taken out of the room before the run began
-                .chain(left.iter().map(|b| format!("@{b}")))
-                .collect();
-            if !named.is_empty() {
-                why.push_str(
-                    &template
-                        .render(&[("members", &named.join(", "))])
-                        .unwrap_or_default(),
-                );
-            }
+        // each absent member with why: a notice that offered every reason
+        // at once left the reader to guess (QA: a member taken out of the
+        // room was "removed …, stopped, or taken out of the room")
+        let absent_ids: Vec<BotId> = progress
+            .run
+            .absent()
+            .into_iter()
+            .filter_map(|m| self.room.members.get(m).cloned())
+            .collect();
+        let left = progress.left.clone();
+        let held: Vec<String> = progress
+            .run
+            .held()
+            .into_iter()
+            .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
+            .collect();
+        let mut gone = Vec::with_capacity(absent_ids.len() + left.len());
+        for bot in &absent_ids {
+            let record = self.rt.store.get_bot(bot).await?;
+            let why = match &record {
+                Some(b) => absent(&self.rt.store, b).await?,
+                None => None,
+            };
+            let template = match &why {
+                Some(Absent::Removed) => &p.group_absent_removed,
+                Some(Absent::RemovedByOwner) => &p.group_absent_removed_by_owner,
+                Some(Absent::Stopped { .. }) => &p.group_absent_stopped,
+                // not removed nor stopped: its owner no longer shares it
+                None => &p.group_absent_unshared,
+            };
+            let parent = match &why {
+                Some(Absent::Stopped { parent }) => parent.to_string(),
+                _ => String::new(),
+            };
+            let member = format!("@{bot}");
+            gone.push(
+                template
+                    .render(&[("member", &member), ("parent", &parent)])
+                    .unwrap_or_default(),
+            );
+        }
+        // those taken out of the room before the run began
+        for bot in &left {
+            let member = format!("@{bot}");
+            gone.push(
+                p.group_absent_left
+                    .render(&[("member", &member)])
+                    .unwrap_or_default(),
+            );
+        }
+        if !gone.is_empty() {
+            why.push_str(
+                &p.group_absent
+                    .render(&[("members", &gone.join(", "))])
+                    .unwrap_or_default(),
+            );
+        }
+        if !held.is_empty() {
+            why.push_str(
+                &p.group_review_refused
+                    .render(&[("members", &held.join(", "))])
+                    .unwrap_or_default(),
+            );
         }
         if end == End::NoMembers {
             // the members it may mention now: a message posted while they
