@@ -13,6 +13,7 @@
 
 use serde_json::Value;
 
+use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
@@ -68,6 +69,12 @@ fn script() -> String {
             "rename-shared",
             "UpdateAgent",
             r#"{ agent = "finder", name = "LOOKOUT" }"#,
+        ),
+        // the id of bob's room, in another case
+        (
+            "room-id",
+            "CreateAgent",
+            r#"{ id = "Standup", name = "Standup Bot", role = "Stands up." }"#,
         ),
         // after helper is removed: its id, its name
         (
@@ -323,6 +330,37 @@ async fn a_clash_with_a_renamed_config_bot_names_the_files_name() {
              restarts: its name in fleet.toml) already answers to \"pinger\""
         ),
         "{refused}"
+    );
+    host.shutdown().await;
+}
+
+/// Regression: a room may not take a bot's id, but CreateAgent could take
+/// a room's (any user's, in any case), and search hits and the
+/// `transcripts/<id>/` mirror then named both. The store refuses it in
+/// the insert's transaction; the refusal does not say whose room it is.
+#[tokio::test]
+async fn create_agent_refuses_a_rooms_id() {
+    let host = TestFleet::new()
+        .script("s", &script())
+        .bot("maker", "s", &["SendMessage", "CreateAgent", "UpdateAgent"])
+        .bot_of("scout", "s", &["SendMessage"], "bob")
+        .bot_of("lookout", "s", &["SendMessage"], "bob")
+        .start()
+        .await;
+    let (status, room) = host
+        .create_room(BOB_TOKEN, "standup", &["scout", "lookout"])
+        .await;
+    assert_eq!(status, 201, "{room}");
+    assert_eq!(
+        said(&host, "room-id").await,
+        "error: the agent id \"Standup\" is already taken (agents and rooms share ids). Next \
+         step: choose another name for the new agent (or pass another `id`)"
+    );
+    assert!(
+        !alices_bots(&host)
+            .await
+            .iter()
+            .any(|b| b.eq_ignore_ascii_case("standup"))
     );
     host.shutdown().await;
 }

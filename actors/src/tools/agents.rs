@@ -318,8 +318,14 @@ async fn id_taken(ctx: &ToolContext<'_>, id: &BotId) -> ToolError {
                  another name)",
             )
         }
-        _ => ToolError::new(
+        Some(_) => ToolError::new(
             taken,
+            "choose another name for the new agent (or pass another `id`)",
+        ),
+        // no agent holds it: a room does (rooms and agents share ids),
+        // whose, the refusal does not say
+        None => ToolError::new(
+            format!("{taken} (agents and rooms share ids)"),
             "choose another name for the new agent (or pass another `id`)",
         ),
     }

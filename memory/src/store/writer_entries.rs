@@ -234,10 +234,12 @@ impl Writer {
 
     /// Inserts a new bot; [`StoreError::Taken`] if its id is held, or
     /// differs from a bot's only in case (`B1` while `b1` exists: mentions
-    /// ignore case; ids are ASCII, which `lower` folds). Decided here, in
-    /// the one statement that inserts it, so two creations of one id (or
-    /// of `B1` and `b1`) cannot both succeed (a read before the write
-    /// could not tell).
+    /// ignore case; ids are ASCII, which `lower` folds), or is a room's in
+    /// any case (rooms take no bot's id either: search hits and the
+    /// `transcripts/<id>/` mirror would name both). Decided here, in the
+    /// one statement that inserts it, so two creations of one id (or of
+    /// `B1` and `b1`) cannot both succeed (a read before the write could
+    /// not tell).
     pub(super) fn create_bot(&mut self, bot: &BotRecord, now: i64) -> Result<()> {
         let tools = serde_json::to_string(&bot.tools).unwrap_or_else(|_| "[]".into());
         let inserted = self
@@ -246,6 +248,7 @@ impl Writer {
                 "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at, name_key)
                  SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10
                  WHERE NOT EXISTS (SELECT 1 FROM bots WHERE lower(id) = lower(?1))
+                   AND NOT EXISTS (SELECT 1 FROM rooms WHERE id = ?1 COLLATE NOCASE)
                  ON CONFLICT (id) DO NOTHING",
             )?
             .execute(params![
