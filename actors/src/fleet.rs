@@ -304,6 +304,10 @@ impl FleetHandle {
         for note in claims::check_fleet_file_bots(&stored, &bots)? {
             tracing::warn!("{note}");
         }
+        let ids: Vec<String> = bots.iter().map(|b| b.id.to_string()).collect();
+        for note in claims::room_id_clashes(&rt.store.rooms_holding(&ids).await?) {
+            tracing::warn!("{note}");
+        }
         for b in stored {
             before.insert(b.id.clone(), b.clone());
             if listed.contains(&b.id) {

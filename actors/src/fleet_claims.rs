@@ -111,6 +111,26 @@ fn made_how(made: &BotRecord) -> String {
     }
 }
 
+/// What a start logs of the fleet file's `bots` whose id a room holds
+/// (`rooms`: `(bot id, room id)`, ignoring case, from
+/// `Store::rooms_holding`): a room may not take a bot's id, nor
+/// CreateAgent a room's, but a bot added to the file after the room can;
+/// search hits and the `transcripts/<id>/` mirror then name both. Not
+/// refused: the room may be another person's, and the bot its owner's to
+/// name; the warning says what to change.
+pub fn room_id_clashes(rooms: &[(String, String)]) -> Vec<String> {
+    rooms
+        .iter()
+        .map(|(bot, room)| {
+            format!(
+                "the fleet file's bot `{bot}` has the id of the room `{room}` (ids ignore case): \
+                 search hits and the transcripts/{bot}/ files name both, so a reader cannot tell \
+                 them apart. Give that [[bots]] table another id"
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "fleet_claims_tests.rs"]
 mod tests;

@@ -74,3 +74,15 @@ fn a_file_bot_id_differing_only_in_case_from_a_made_bots_is_refused() {
     }
     assert!(check_fleet_file_bots(&stored, &[bot("helper2", "Helpy", "bob", "config")]).is_ok());
 }
+
+#[test]
+fn a_file_bot_with_a_rooms_id_is_warned_of_naming_both() {
+    let notes = room_id_clashes(&[("Standup".to_owned(), "standup".to_owned())]);
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].starts_with("the fleet file's bot `Standup` has the id of the room `standup`")
+            && notes[0].ends_with("Give that [[bots]] table another id"),
+        "{notes:?}"
+    );
+    assert!(room_id_clashes(&[]).is_empty());
+}

@@ -82,6 +82,26 @@ async fn open_store(dir: &tempfile::TempDir) -> Store {
     store
 }
 
+/// Which of a start's bot ids a room holds, ignoring case (a bot added
+/// to the fleet file after a room of its id is warned of).
+#[tokio::test]
+async fn rooms_holding_finds_room_ids_in_any_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&dir).await;
+    let asked: Vec<String> = ["a", "Team", "teams", "team"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    assert_eq!(
+        store.rooms_holding(&asked).await.unwrap(),
+        vec![
+            ("Team".to_owned(), "team".to_owned()),
+            ("team".to_owned(), "team".to_owned())
+        ]
+    );
+    store.close().await;
+}
+
 /// The codes of the room timeline's notices.
 async fn notices(store: &Store) -> Vec<String> {
     store
