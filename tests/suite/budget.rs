@@ -105,3 +105,47 @@ async fn the_turn_that_spends_the_budget_pauses_the_bot_at_its_end() {
     assert_eq!(again["paused_until"], until, "{again}");
     host.shutdown().await;
 }
+
+/// Regression (QA): SendToAgent to a bot paused by its daily budget said
+/// only "its reply will arrive later", so the sender told its person a
+/// reply was coming soon. The message is still admitted (it runs after the
+/// pause); the result says when at the earliest, and why.
+#[tokio::test]
+async fn a_message_to_a_paused_bot_says_when_it_can_answer() {
+    let script = r#"
+[[rule]]
+bot = "a"
+match = "ask w"
+steps = [
+  { tool = "SendToAgent", args = { agent = "w", text = "hello paused w" } },
+  { tool = "SendMessage", args = { text = "a: {{tool_result}}" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "answer" } } ]
+"#;
+    let host = TestFleet::new()
+        .midday()
+        .script("s", script)
+        .bot("w", "s", &["SendMessage"])
+        .bot_lines("daily_token_budget = 300")
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .start()
+        .await;
+    let (_, end) = host.end_turn("w", "hello").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (_, bots) = host.get("/v1/bots", TOKEN).await;
+    assert!(bot(&bots, "w")["paused_until"].is_i64(), "{bots:#}");
+
+    let (session, end) = host.end_turn("a", "ask w").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let said = deliveries(&host.entries(&session).await);
+    let said = said.last().unwrap();
+    assert!(
+        said.starts_with("a: delivered to w as message ")
+            && said.contains(", but not before ")
+            && said.contains("UTC: w is paused until then by its daily token budget"),
+        "{said}"
+    );
+    host.shutdown().await;
+}

@@ -251,7 +251,7 @@ impl Tool for SendToAgent {
         .await?;
         // the message's id, as the recipient's session has it: what a
         // client matches a reply to, and the model may quote
-        let content = match admitted_id(&admits) {
+        let mut content = match admitted_id(&admits) {
             Some(id) => format!(
                 "{DELIVERED_TO}{} as message {id}; its reply will arrive later as a new message",
                 target.id
@@ -261,6 +261,26 @@ impl Tool for SendToAgent {
                 target.id
             ),
         };
+        // a recipient paused by its daily budget answers after the pause
+        // at the earliest: the sender can tell its person, or ask another
+        // (QA: "its reply will arrive later", and nothing said when)
+        match crate::engine::budget_pause(ctx.store(), &target, 0).await {
+            Ok(Some(pause)) => content.push_str(&format!(
+                ", but not before {} UTC: {} is paused until then by {} daily token budget \
+                 (tell your person if they wait for it, or message another agent)",
+                pause.until,
+                target.id,
+                match &pause.payer {
+                    Some(parent) => format!("its parent {parent}'s"),
+                    None => "its".to_owned(),
+                }
+            )),
+            Ok(None) => {}
+            // the message is admitted whatever the read says
+            Err(e) => {
+                tracing::warn!(bot = %target.id, error = %e, "could not read the recipient's budget");
+            }
+        }
         Ok(ToolOutput {
             content,
             effects: admits,
