@@ -194,7 +194,9 @@ async fn an_owner_removes_a_bot_made_by_create_agent_and_it_stays_removed() {
         refused["content"]
             .as_str()
             .unwrap_or_default()
-            .contains("no longer in the fleet"),
+            // said as the API says it (QA: "no longer in the fleet", as
+            // of a bot dropped from fleet.toml)
+            .contains("agent helper was removed by its owner and takes no more messages"),
         "{refused:#}"
     );
     // the list says so; what it said stays readable

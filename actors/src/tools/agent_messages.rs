@@ -48,12 +48,16 @@ pub(crate) async fn message_to_bot(
         return Err(other_owners_bot(target));
     }
     if target.removed_at().is_some() {
-        // its inputs would wait unanswered until a config lists it again
+        // its inputs would wait unanswered until a config lists it again;
+        // one its owner removed never comes back (said as the API and
+        // UpdateAgent say it, QA)
+        let how = if target.origin.starts_with("agent:") {
+            "was removed by its owner"
+        } else {
+            "is no longer in the fleet"
+        };
         return Err(ToolError::new(
-            format!(
-                "agent {} is no longer in the fleet and takes no more messages",
-                target.id
-            ),
+            format!("agent {} {how} and takes no more messages", target.id),
             "tell your person instead, or message another agent",
         ));
     }
