@@ -130,6 +130,38 @@ async fn a_404_names_the_url_without_its_userinfo_and_hides_an_echoed_key() {
     );
 }
 
+/// Regression (QA): a credential in the base URL's query (`?api_key=…`,
+/// as some gateways take it) was masked where the host shows the URL but
+/// went in clear into the error of a connection that failed (reqwest's
+/// "error sending request for url (…)") and into a server's answer
+/// echoing its URI, so into the notice, the log and the transcript files.
+#[tokio::test]
+async fn a_credential_in_the_base_urls_query_is_hidden_in_every_error() {
+    const QUERY_SECRET: &str = "query-secret-QA-777/x+y";
+    let encoded = "query-secret-QA-777%2Fx%2By";
+    // nothing listens on a port just freed
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    };
+    let error = error_of(format!("http://{closed}/v1?api_key={encoded}"), None).await;
+    let text = format!("{error} {error:?}");
+    assert!(matches!(error, ModelError::Unreachable { .. }), "{error:?}");
+    assert!(
+        !text.contains(encoded) && !text.contains(QUERY_SECRET),
+        "{text}"
+    );
+
+    let (address, _) = echoing_404().await;
+    let error = error_of(format!("http://{address}/v1?key={encoded}"), None).await;
+    let text = format!("{error} {error:?}");
+    assert!(text.contains("no route"), "{text}");
+    assert!(
+        !text.contains(encoded) && !text.contains(QUERY_SECRET),
+        "{text}"
+    );
+}
+
 /// A key holding `/`, echoed by a server that writes JSON as PHP's
 /// `json_encode` does (`/` as `\/`), is hidden too. (QA, 2026-12-05: the
 /// turn's notice, the CLI and the log showed `bad key sk-qa\/Key…`.)

@@ -268,14 +268,43 @@ pub(super) fn chat_completions_url(base_url: &str) -> Result<Url, ModelError> {
 /// `sig`), lowercase.
 const SECRET_QUERY_WORDS: [&str; 6] = ["key", "token", "secret", "sig", "pass", "auth"];
 
+/// Whether a query parameter named `name` holds a credential.
+fn secret_query_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_QUERY_WORDS.iter().any(|w| name.contains(w))
+}
+
+/// The values of `url`'s query parameters that hold a credential, each as
+/// the URL writes it (percent-encoded) and decoded: what a redactor must
+/// hide, since a connection error or a server's answer quotes the URL
+/// whole (QA: `?api_key=…` masked where the host shows the URL, and in
+/// clear in reqwest's "error sending request for url (…)").
+pub(super) fn secret_query_values(url: &Url) -> Vec<String> {
+    // decoded as the parser reads them (`%2B`, `+` for a space)
+    let mut values: Vec<String> = url
+        .query_pairs()
+        .filter(|(name, value)| !value.is_empty() && secret_query_name(name))
+        .map(|(_, value)| value.into_owned())
+        .collect();
+    // and as written: a name written encoded is rare enough that its
+    // value's decoded form above covers it
+    for pair in url.query().unwrap_or_default().split('&') {
+        if let Some((name, raw)) = pair.split_once('=')
+            && !raw.is_empty()
+            && secret_query_name(name)
+            && !values.iter().any(|v| v == raw)
+        {
+            values.push(raw.to_owned());
+        }
+    }
+    values
+}
+
 /// `url` (already without its userinfo) as texts show it: the value of
 /// each query parameter that looks like a credential as `***`. A query
 /// such as `api-version=2024-10-21` is shown as it is.
 pub(super) fn shown_url(url: &str) -> String {
-    let secret = |name: &str| {
-        let name = name.to_ascii_lowercase();
-        SECRET_QUERY_WORDS.iter().any(|w| name.contains(w))
-    };
+    let secret = |name: &str| secret_query_name(name);
     let Ok(mut parsed) = Url::parse(url) else {
         return url.to_owned();
     };

@@ -178,6 +178,7 @@ pub(super) fn secrets_of(options: &OpenAiOptions, url: Option<&Url>) -> Vec<Stri
     }
     secrets.extend(options.extra_headers.iter().map(|(_, value)| value.clone()));
     if let Some(url) = url {
+        secrets.extend(super::endpoint::secret_query_values(url));
         if let Some(password) = url.password() {
             secrets.push(password.to_owned());
             if let Some(decoded) = percent_decoded(password) {
