@@ -315,52 +315,49 @@ fn base64(bytes: &[u8]) -> String {
 #[path = "redact_tests.rs"]
 mod tests;
 
-/// The fewest chars of a secret's start or end that [`hide_parts`] hides:
-/// a third of the secret, and at least this many (the 8-char prefixes
-/// keys share, `sk-proj-`, and the last four chars servers print of a
-/// key, `…wxyz`, stay).
+/// The fewest chars of a secret that [`hide_parts`] hides where a text
+/// holds them in a run: a third of the secret, and at least this many
+/// (the 8-char prefixes keys share, `sk-proj-`, and the last four chars
+/// servers print of a key, `…wxyz`, stay).
 const MIN_PART_CHARS: usize = 12;
 
 /// `text` with every run of at least [`MIN_PART_CHARS`] chars (and a
-/// third of the secret) that starts or ends `secret` replaced by
-/// [`HIDDEN`]: a server that echoes a key cut short ("Incorrect API key
-/// provided: sk-qa-SUPERSECRET-01") shows no whole secret, and the part
-/// it shows is as good as half the key (QA: the first half reached the
-/// transcript, the log and the JSONL mirror).
+/// third of the secret) of `secret`, wherever in the secret it starts,
+/// replaced by [`HIDDEN`]: a server that echoes a key cut short
+/// ("Incorrect API key provided: sk-qa-SUPERSECRET-01") or without its
+/// first and last chars shows no whole secret, and the part it shows is
+/// as good as most of the key (QA: the first half reached the transcript,
+/// the log and the JSONL mirror; later 30 of a key's 32 chars).
 fn hide_parts(text: &str, secret: &str) -> String {
     let chars = secret.chars().count();
     let min = MIN_PART_CHARS.max(chars.div_ceil(3));
     if chars <= min {
         return text.to_owned();
     }
-    // the byte lengths of the secret's first and last `min` chars
-    let head = secret
+    // where each of the secret's chars starts, and its end
+    let bounds: Vec<usize> = secret
         .char_indices()
-        .nth(min)
-        .map_or(secret.len(), |(i, _)| i);
-    let tail = secret
-        .char_indices()
-        .rev()
-        .nth(min - 1)
-        .map_or(0, |(i, _)| i);
-    let (start, end) = (&secret[..head], &secret[tail..]);
+        .map(|(i, _)| i)
+        .chain(std::iter::once(secret.len()))
+        .collect();
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    // a start of the secret, as far as the text goes on with it
-    for (at, _) in text.match_indices(start) {
-        let mut len = common_prefix(&text[at..], secret);
-        while !text.is_char_boundary(at + len) {
-            len -= 1;
+    // each run of `min` chars of the secret, as far as the text goes on
+    // with the secret on either side of it
+    for k in 0..=chars - min {
+        let (from, to) = (bounds[k], bounds[k + min]);
+        let piece = &secret[from..to];
+        for (at, _) in text.match_indices(piece) {
+            let mut start = at - common_suffix(&text[..at], &secret[..from]);
+            let mut stop =
+                at + piece.len() + common_prefix(&text[at + piece.len()..], &secret[to..]);
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            while !text.is_char_boundary(stop) {
+                stop -= 1;
+            }
+            spans.push((start, stop));
         }
-        spans.push((at, at + len));
-    }
-    // an end of the secret, as far back as the text has it
-    for (at, _) in text.match_indices(end) {
-        let stop = at + end.len();
-        let mut len = common_suffix(&text[..stop], secret);
-        while !text.is_char_boundary(stop - len) {
-            len -= 1;
-        }
-        spans.push((stop - len, stop));
     }
     if spans.is_empty() {
         return text.to_owned();

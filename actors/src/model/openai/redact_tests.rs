@@ -179,4 +179,15 @@ fn a_key_echoed_in_part_is_hidden() {
     );
     assert_eq!(redactor.text("sk-qa-SUPER:"), "sk-qa-SUPER:");
     assert_eq!(redactor.text("sk-qa-SUPERS:"), "***:");
+    // a run from inside the key, neither its start nor its end (QA: 30
+    // of a key's 32 chars, without its first and last)
+    assert_eq!(
+        redactor.text("Incorrect API key provided: ...k-qa-SUPERSECRET-0123456789abcde..."),
+        "Incorrect API key provided: ...***..."
+    );
+    assert_eq!(
+        redactor.text("middle SUPERSECRET-0123 shown"),
+        "middle *** shown"
+    );
+    assert_eq!(redactor.text("SUPERSECRET"), "SUPERSECRET");
 }
