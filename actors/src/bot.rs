@@ -256,6 +256,9 @@ pub struct BotState {
     /// Turn runs in a row that a person's message interrupted before their
     /// first model step (`HOLD_AFTER_UNSTEPPED`, `bot_inputs.rs`).
     unstepped_interrupts: u32,
+    /// Turn runs in a row that a person's message interrupted, stepped or
+    /// not (`HOLD_AFTER_INTERRUPTED`, `bot_inputs.rs`).
+    interrupted_runs: u32,
 }
 
 impl Actor for BotActor {
@@ -297,6 +300,7 @@ impl Actor for BotActor {
             idle_since: None,
             idle_armed: false,
             unstepped_interrupts: 0,
+            interrupted_runs: 0,
         })
     }
 

@@ -348,6 +348,12 @@ impl BotState {
             } else {
                 0
             };
+            // and the string of interrupted runs, stepped or not
+            self.interrupted_runs = if interrupted {
+                self.interrupted_runs.saturating_add(1)
+            } else {
+                0
+            };
         }
         let crash = match end.0 {
             TurnEndKind::Ended(report) => {

@@ -36,16 +36,16 @@ const TEXTS: [&str; 4] = ["one", "two", "three", "four"];
 
 /// What each model request `n` (1-based) is held on until the test opens
 /// it: requests `1..=held` answer only then.
-struct Gates(Vec<watch::Sender<bool>>);
+pub(super) struct Gates(pub(super) Vec<watch::Sender<bool>>);
 
 impl Gates {
     /// Lets request `n` (1-based) answer.
-    fn open(&self, n: usize) {
+    pub(super) fn open(&self, n: usize) {
         let _ = self.0[n - 1].send(true);
     }
 
     /// Lets every held request answer (to a host long gone, at the end).
-    fn open_all(&self) {
+    pub(super) fn open_all(&self) {
         for gate in &self.0 {
             let _ = gate.send(true);
         }
@@ -93,7 +93,7 @@ fn fleet(server: &OpenAiServer) -> TestFleet {
 }
 
 /// Sends `text` to `r` as alice; (session, seq).
-async fn send(url: &str, text: &str) -> (String, i64) {
+pub(super) async fn send(url: &str, text: &str) -> (String, i64) {
     let client = botfleet::client::Client::new(url, TOKEN).unwrap();
     let (status, body) = client
         .send_message("r", text, &format!("k-{text}"))
@@ -107,7 +107,7 @@ async fn send(url: &str, text: &str) -> (String, i64) {
 }
 
 /// Bot `r` as `GET /v1/bots` shows it.
-async fn bot_r(url: &str) -> Value {
+pub(super) async fn bot_r(url: &str) -> Value {
     let client = botfleet::client::Client::new(url, TOKEN).unwrap();
     let bots = client.get("/v1/bots").await.unwrap();
     bots["bots"]

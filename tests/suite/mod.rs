@@ -82,6 +82,7 @@ mod gate_races;
 mod group_replies;
 mod groups;
 mod groups_runs;
+mod hold_interrupted;
 mod hold_path;
 mod hook_body_limits;
 mod hook_race;
