@@ -243,13 +243,55 @@ pub(super) async fn with_bot(
              is `botfleet transcript {other} --with {bot}`"
         );
     };
-    let shown = |e: &Value| !lines(e, all, as_json).is_empty();
+    // what the bot answered with SendToAgent (as the message it gets
+    // asks it to) is a step of its own, which `lines` shows only with
+    // `--all`: printed as a message (QA: only the other bot's side showed)
+    let answers = |e: &Value| {
+        if all {
+            return Vec::new();
+        }
+        let by = named_bot(bot, e["author_name"].as_str()).unwrap_or_else(|| bot.to_owned());
+        let seq = e["seq"].as_i64().unwrap_or(0);
+        sent_to_agents(e)
+            .into_iter()
+            .map(|(to, text)| {
+                if as_json {
+                    terminal::json(e)
+                } else {
+                    format!("#{seq} {by} ▸ {to}: {text}")
+                }
+            })
+            .take(if as_json { 1 } else { usize::MAX })
+            .collect::<Vec<_>>()
+    };
+    let shown = |e: &Value| !lines(e, all, as_json).is_empty() || !answers(e).is_empty();
     for e in read(client, &session, last_seq, last, shown).await? {
-        for line in lines(&e, all, as_json) {
+        for line in lines(&e, all, as_json).into_iter().chain(answers(&e)) {
             outln!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The messages an `assistant` entry sent with SendToAgent: (the agent
+/// as the call named it, the text), in call order.
+fn sent_to_agents(e: &Value) -> Vec<(String, String)> {
+    if e["kind"] != "assistant" {
+        return Vec::new();
+    }
+    e["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["name"] == "SendToAgent")
+        .filter_map(|c| {
+            let args: Value = serde_json::from_str(c["arguments"].as_str()?).ok()?;
+            Some((
+                args["agent"].as_str()?.to_owned(),
+                args["text"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
 }
 
 /// Whose runs `transcript --hook` / `--routine` prints.

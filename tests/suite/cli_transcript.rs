@@ -383,3 +383,44 @@ steps = [ { text = "thinking, and never replying" } ]
     );
     host.shutdown().await;
 }
+
+/// Regression (QA): `transcript A --with B` printed only what B sent A;
+/// A's answers, sent with SendToAgent as the message A gets asks it to,
+/// are steps of its own and showed only with `--all`. They print as
+/// messages now, to whom and what.
+#[tokio::test]
+async fn transcript_with_a_bot_shows_the_answers_sent_back_with_send_to_agent() {
+    let script = r#"
+[[rule]]
+bot = "r"
+match = "^go$"
+steps = [
+  { tool = "SendToAgent", args = { agent = "a", text = "ping from r" } },
+  { tool = "SendMessage", args = { text = "asked a" } },
+]
+
+[[rule]]
+bot = "a"
+steps = [ { tool = "SendToAgent", args = { agent = "r", text = "pong from a" } } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "SendToAgent"])
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .start()
+        .await;
+    host.end_turn("r", "go").await;
+    let with_r = crate::support::fleet::session_of("a", botfleet::memory::SessionKind::Agent, "r");
+    host.wait_for(&with_r, |es| {
+        es.iter().find(|e| e["kind"] == "turn_end").cloned()
+    })
+    .await;
+    let (code, out, err) = cli(&["transcript", "a", "--with", "r"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ping from r"), "{out}");
+    assert!(out.contains("▸ r: pong from a"), "{out}");
+    host.shutdown().await;
+}
