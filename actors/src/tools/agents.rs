@@ -354,9 +354,11 @@ async fn id_taken(ctx: &ToolContext<'_>, id: &BotId) -> ToolError {
 /// Refuses a display name no prompt or page could show on one line.
 fn check_name(name: &str) -> Result<(), ToolError> {
     match botfleet_memory::display_name_problem(name) {
+        // the problem says what to change (QA: a name mixing alphabets
+        // was told to be "plain text on one line", which it was)
         Some(problem) => Err(ToolError::new(
             format!("the name {problem}"),
-            "give a name of plain text on one line, at most 100 characters",
+            "call again with the name changed as this error says",
         )),
         None => Ok(()),
     }
