@@ -276,16 +276,9 @@ pub(super) async fn with_bot(
 /// The messages an `assistant` entry sent with SendToAgent: (the agent
 /// as the call named it, the text), in call order.
 fn sent_to_agents(e: &Value) -> Vec<(String, String)> {
-    if e["kind"] != "assistant" {
-        return Vec::new();
-    }
-    e["tool_calls"]
-        .as_array()
+    calls_of(e, "SendToAgent")
         .into_iter()
-        .flatten()
-        .filter(|c| c["name"] == "SendToAgent")
-        .filter_map(|c| {
-            let args: Value = serde_json::from_str(c["arguments"].as_str()?).ok()?;
+        .filter_map(|(_, args)| {
             Some((
                 args["agent"].as_str()?.to_owned(),
                 args["text"].as_str()?.to_owned(),
@@ -433,8 +426,9 @@ fn refused_in(read: &[Value], id: &str) -> bool {
     })
 }
 
-/// The SendMessage calls of an `assistant` entry, as (call id, text).
-fn sent(e: &Value) -> Vec<(&str, String)> {
+/// The calls of `tool` an `assistant` entry made, as (call id, its
+/// arguments parsed), in call order; none of another entry.
+fn calls_of<'e>(e: &'e Value, tool: &str) -> Vec<(&'e str, Value)> {
     if e["kind"] != "assistant" {
         return Vec::new();
     }
@@ -442,11 +436,19 @@ fn sent(e: &Value) -> Vec<(&str, String)> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|c| c["name"] == "SendMessage")
+        .filter(|c| c["name"] == tool)
         .filter_map(|c| {
             let args: Value = serde_json::from_str(c["arguments"].as_str()?).ok()?;
-            Some((c["id"].as_str()?, args["text"].as_str()?.to_owned()))
+            Some((c["id"].as_str()?, args))
         })
+        .collect()
+}
+
+/// The SendMessage calls of an `assistant` entry, as (call id, text).
+fn sent(e: &Value) -> Vec<(&str, String)> {
+    calls_of(e, "SendMessage")
+        .into_iter()
+        .filter_map(|(id, args)| Some((id, args["text"].as_str()?.to_owned())))
         .collect()
 }
 

@@ -70,6 +70,24 @@ fn summaries(entries: &[Value]) -> Vec<&Value> {
     entries.iter().filter(|e| e["kind"] == "summary").collect()
 }
 
+/// Fails unless `entries` hold a summary, and each is the summariser's
+/// verbose answer ("The person sent another note …") cut at its bound
+/// and marked.
+fn assert_summaries_cut(entries: &[Value]) {
+    let written = summaries(entries);
+    assert!(!written.is_empty(), "no summary");
+    for summary in &written {
+        let text = summary["text"].as_str().unwrap();
+        // 600 tokens of English are about 3 KB
+        assert!(text.len() < 6_000, "a summary of {} bytes", text.len());
+        assert!(text.starts_with("The person sent another note"), "{text}");
+        assert!(
+            text.contains("The summary was cut off here"),
+            "no marker: {text}"
+        );
+    }
+}
+
 /// Regression (finding 1): while the summariser failed, the entries since
 /// the last summary piled up, and every compaction sent all of them in
 /// one request — 55 KB after 25 failing turns and growing — so once the
@@ -165,19 +183,7 @@ async fn a_summary_longer_than_its_bound_is_cut_and_marked() {
         .await;
     let host = fleet(&server, None).await;
     let (session, _) = chat(&host, 0, 20).await;
-    let entries = host.entries(&session).await;
-    let written = summaries(&entries);
-    assert!(!written.is_empty(), "no summary");
-    for summary in &written {
-        let text = summary["text"].as_str().unwrap();
-        // 600 tokens of English are about 3 KB
-        assert!(text.len() < 6_000, "a summary of {} bytes", text.len());
-        assert!(text.starts_with("The person sent another note"), "{text}");
-        assert!(
-            text.contains("The summary was cut off here"),
-            "no marker: {text}"
-        );
-    }
+    assert_summaries_cut(&host.entries(&session).await);
     let requests = server.requests();
     let compactions: Vec<_> = requests.iter().filter(|r| is_compaction(&r.body)).collect();
     for c in &compactions {
@@ -227,18 +233,7 @@ async fn a_summary_that_never_ends_is_stopped_at_its_bound() {
         .await;
     let host = fleet(&server, None).await;
     let (session, _) = chat(&host, 0, 20).await;
-    let entries = host.entries(&session).await;
-    let written = summaries(&entries);
-    assert!(!written.is_empty(), "no summary");
-    for summary in &written {
-        let text = summary["text"].as_str().unwrap();
-        assert!(text.len() < 6_000, "a summary of {} bytes", text.len());
-        assert!(text.starts_with("The person sent another note"), "{text}");
-        assert!(
-            text.contains("The summary was cut off here"),
-            "no marker: {text}"
-        );
-    }
+    assert_summaries_cut(&host.entries(&session).await);
     // the stopped call counts what it sent and read (its ~10 KB of text
     // alone; the turns' SendMessage calls are a few tokens each)
     let (_, bots) = host.get("/v1/bots", TOKEN).await;

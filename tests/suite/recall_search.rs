@@ -259,20 +259,7 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
 
     let (status, v) = host.get("/v1/search?q=wombat&limit=10", TOKEN).await;
     assert_eq!(status, 200, "{v}");
-    let mut named: Vec<(String, Value)> = v["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|h| h["session"] == timeline.as_str())
-        .map(|h| {
-            (
-                h["author"].as_str().unwrap().to_owned(),
-                h["author_name"].clone(),
-            )
-        })
-        .collect();
-    named.sort_by(|x, y| x.0.cmp(&y.0));
-    named.dedup();
+    let named = names_in(&v, &timeline, "author");
     assert_eq!(
         named,
         vec![
@@ -305,20 +292,7 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
     flush(&host).await;
     let (status, v) = host.get("/v1/search?q=wombat&limit=10", BOB_TOKEN).await;
     assert_eq!(status, 200, "{v}");
-    let mut named: Vec<(String, Value)> = v["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|h| h["session"] == session.as_str())
-        .map(|h| {
-            (
-                h["kind"].as_str().unwrap().to_owned(),
-                h["author_name"].clone(),
-            )
-        })
-        .collect();
-    named.sort_by(|x, y| x.0.cmp(&y.0));
-    named.dedup();
+    let named = names_in(&v, &session, "kind");
     assert_eq!(
         named,
         vec![
@@ -328,4 +302,19 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} saw the wombat" } } ]
         "{v}"
     );
     host.shutdown().await;
+}
+
+/// The search answer `v`'s hits in `session`, as (their `by` field,
+/// their `author_name`), sorted and each once.
+fn names_in(v: &Value, session: &str, by: &str) -> Vec<(String, Value)> {
+    let mut named: Vec<(String, Value)> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["session"] == session)
+        .map(|h| (h[by].as_str().unwrap().to_owned(), h["author_name"].clone()))
+        .collect();
+    named.sort_by(|x, y| x.0.cmp(&y.0));
+    named.dedup();
+    named
 }
