@@ -33,6 +33,20 @@ fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
 /// namespace for the whole fleet: a clash with another user's room must
 /// not tell the creator that room's spelling or whose it is.
 pub(crate) fn create_room(conn: &Connection, room: &RoomRecord) -> Result<()> {
+    // room and bot ids meet in search hits (`bot`) and in the transcript
+    // files' directories (`transcripts/<id>/`): a room takes no bot's id,
+    // whoever's, in any case (QA: room `b1` beside bot b1); decided here,
+    // as `create_bot` refuses a room's id, so the two cannot race
+    let bot_holds: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM bots WHERE lower(id) = lower(?1))")?
+        .query_row(params![room.id.as_str()], |r| r.get(0))?;
+    if bot_holds {
+        return Err(StoreError::Rejected(format!(
+            "the id {:?} is taken by a bot: rooms and bots share search results and the \
+             transcript files' directories, so a room takes no bot's id; pass another `id`",
+            room.id.as_str()
+        )));
+    }
     let existing: Option<(String, String)> = conn
         .prepare_cached("SELECT id, owner FROM rooms WHERE id = ?1 COLLATE NOCASE LIMIT 1")?
         .query_row(params![room.id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
