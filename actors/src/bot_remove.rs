@@ -117,7 +117,7 @@ impl FleetHandle {
 /// Refuses to remove a bot that CreateAgent did not make, saying how such
 /// a bot goes (`stopped`: a subagent its parent stopped).
 fn refuse_unmade(bot: &BotRecord, stopped: bool) -> Result<()> {
-    if bot.origin.starts_with(MADE_BY) {
+    if bot.made_by_agent() {
         return Ok(());
     }
     if let Some(parent) = bot.origin.strip_prefix(SUBAGENT_OF)

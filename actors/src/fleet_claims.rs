@@ -70,7 +70,7 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
             continue;
         }
         // a subagent is no room member and no SendToAgent target by name
-        if made.removed_at().is_some() || !made.origin.starts_with("agent:") {
+        if made.removed_at().is_some() || !made.made_by_agent() {
             continue;
         }
         let how = made_how(made);

@@ -311,7 +311,7 @@ pub(crate) async fn refuse_retired(state: &ApiState, bot: &BotRecord) -> Result<
             bot.id
         )));
     }
-    if bot.origin.starts_with("agent:") && bot.removed_at().is_some() {
+    if bot.made_by_agent() && bot.removed_at().is_some() {
         // a made bot its owner removed (`DELETE /v1/bots/{bot}`): no
         // config lists it, so it cannot come back
         return Err(ApiError::Conflict(format!(

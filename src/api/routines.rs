@@ -167,7 +167,7 @@ pub(crate) async fn put(
     let body = read_body(body, state.limits.max_body_bytes)?;
     let b = owned_bot(&state, &user, &bot).await?;
     check_name(&name)?;
-    if b.removed_at().is_some() && b.origin.starts_with("agent:") {
+    if b.removed_at().is_some() && b.made_by_agent() {
         // made by CreateAgent: no config lists it, so it does not come back
         return Err(ApiError::Conflict(format!(
             "bot {} was removed by its owner and runs no routines (it runs no more turns); \

@@ -81,8 +81,6 @@ async fn room_as_bot(
     ))))
 }
 
-/// Maps an index error to the API's answer: a refused query is the
-/// client's to fix (400, the message says what to change).
 /// Whether a bot wrote `hit` (its reply, its call's result, its message
 /// to another bot), so that its author is a bot's id. A person's message
 /// is never given a bot's name, even where their user id is also a bot's
@@ -91,6 +89,8 @@ fn by_a_bot(hit: &SearchHit) -> bool {
     matches!(hit.role.as_str(), "assistant" | "agent" | "tool")
 }
 
+/// Maps an index error to the API's answer: a refused query is the
+/// client's to fix (400, the message says what to change).
 fn index_error(e: IndexError) -> ApiError {
     if let IndexError::Query(q) = &e {
         return ApiError::BadRequest(format!("q: {q}"));

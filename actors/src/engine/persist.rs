@@ -254,9 +254,7 @@ impl Runner {
     /// 409. Its `turn_cancelled` notice in `batch` says so instead.
     async fn removed_by_owner(&self, batch: &mut [Mutation]) {
         let removed = match self.rt.store.get_bot(&self.bot.id).await {
-            Ok(Some(record)) => {
-                record.removed_at().is_some() && record.origin.starts_with(MADE_BY_AGENT)
-            }
+            Ok(Some(record)) => record.removed_at().is_some() && record.made_by_agent(),
             Ok(None) => false,
             Err(e) => {
                 tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "could not read the bot's record as its turn was cancelled");
@@ -499,7 +497,7 @@ impl Runner {
             .await
             .ok()
             .flatten()
-            .is_some_and(|b| b.origin.starts_with(MADE_BY_AGENT))
+            .is_some_and(|b| b.made_by_agent())
     }
 
     /// The `turn_cancelled` notice of a subagent's task turn cancelled
@@ -685,10 +683,6 @@ impl Runner {
         }))
     }
 }
-
-/// The origin of a bot made by CreateAgent starts with this (as in
-/// `bot_remove.rs`).
-const MADE_BY_AGENT: &str = "agent:";
 
 /// The notice of a turn cancelled, before it answered, by its owner's
 /// removal of its bot (text for people, as the other notices of a turn's

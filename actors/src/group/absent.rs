@@ -43,7 +43,7 @@ pub async fn absence(store: &Store, bot: &BotRecord) -> Result<Option<&'static s
 
 /// Whether `bot` takes no turns, and why.
 pub(crate) async fn absent(store: &Store, bot: &BotRecord) -> Result<Option<Absent>, GroupError> {
-    if bot.removed_at().is_some() && bot.origin.starts_with("agent:") {
+    if bot.removed_at().is_some() && bot.made_by_agent() {
         return Ok(Some(Absent::RemovedByOwner));
     }
     if bot.removed_at().is_some() {

@@ -116,27 +116,11 @@ pub async fn create_room(
             format!("{e}; pass an `id` (or use such a name), e.g. \"standup\"")
         })
     })?;
-    // room and bot ids meet in search hits (`bot`) and in the transcript
-    // files' directories (`transcripts/<id>/`): a room takes no bot's id,
-    // whoever's (bot ids are one namespace; QA: room `b1` beside bot b1)
-    let key = id.as_str().to_ascii_lowercase();
-    if rt
-        .store
-        .bots_answering_to(std::slice::from_ref(&key))
-        .await?
-        .iter()
-        .any(|b| b.id.as_str().eq_ignore_ascii_case(id.as_str()))
-    {
-        return Err(GroupError::Conflict(format!(
-            "the id {:?} is taken by a bot: rooms and bots share search results and the \
-             transcript files' directories, so a room takes no bot's id; pass another `id`",
-            id.as_str()
-        )));
-    }
     let (members, shared) = check_members(rt, user, &new.members).await?;
     // a taken id is refused by the store, in the write's transaction: its
     // message names the existing room only to that room's owner (room ids
-    // are one namespace for the fleet; another user's must not leak)
+    // are one namespace for the fleet; another user's must not leak); so
+    // is a bot's id, whoever's (`rooms::create_room`)
     let now = rt.store.clock().now_ms();
     let room = RoomRecord {
         id: id.clone(),
@@ -278,7 +262,7 @@ pub(super) async fn check_members(
             && (b.owner == *user || shareable(b))
         {
             // it runs no turns: the discussion would skip it every time
-            if b.origin.starts_with("agent:") {
+            if b.made_by_agent() {
                 // made by CreateAgent: no config lists it, it does not come back
                 return Err(GroupError::Conflict(format!(
                     "member {id} was removed by its owner and takes no turns; add another bot"

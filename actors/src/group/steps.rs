@@ -555,16 +555,12 @@ impl GroupState {
                 Some(b) => absent(&self.rt.store, b).await?,
                 None => None,
             };
-            let template = match &why {
-                Some(Absent::Removed) => &p.group_absent_removed,
-                Some(Absent::RemovedByOwner) => &p.group_absent_removed_by_owner,
-                Some(Absent::Stopped { .. }) => &p.group_absent_stopped,
+            let (template, parent) = match why {
+                Some(Absent::Removed) => (&p.group_absent_removed, String::new()),
+                Some(Absent::RemovedByOwner) => (&p.group_absent_removed_by_owner, String::new()),
+                Some(Absent::Stopped { parent }) => (&p.group_absent_stopped, parent.to_string()),
                 // not removed nor stopped: its owner no longer shares it
-                None => &p.group_absent_unshared,
-            };
-            let parent = match &why {
-                Some(Absent::Stopped { parent }) => parent.to_string(),
-                _ => String::new(),
+                None => (&p.group_absent_unshared, String::new()),
             };
             let member = format!("@{bot}");
             gone.push(

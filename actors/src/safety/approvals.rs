@@ -433,7 +433,7 @@ pub fn obstacle(record: &ApprovalRecord, bot: &BotRecord) -> Option<String> {
     // a subagent is in no config of its own: its parent's table lists it
     let parent = bot.origin.strip_prefix("subagent:");
     let table = parent.map_or_else(|| bot_id.to_string(), str::to_owned);
-    if bot.removed_at().is_some() && bot.origin.starts_with("agent:") {
+    if bot.removed_at().is_some() && bot.made_by_agent() {
         // made by CreateAgent: no config lists it, it does not come back
         return Some(format!(
             "bot {bot_id} was removed by its owner: it runs no more turns, so it will not read \

@@ -48,7 +48,7 @@ pub(super) fn check_not_subagent_shaped(id: &str) -> Result<(), ToolError> {
 /// Whether `bot` was made by CreateAgent (origin `agent:<maker>`) and is
 /// still in the fleet: what `runtime.max_created_agents` counts.
 fn counts(bot: &BotRecord) -> bool {
-    bot.origin.starts_with("agent:") && bot.removed_at().is_none()
+    bot.made_by_agent() && bot.removed_at().is_none()
 }
 
 /// Refuses one more bot of the caller's owner made by CreateAgent when

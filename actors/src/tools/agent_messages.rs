@@ -51,7 +51,7 @@ pub(crate) async fn message_to_bot(
         // its inputs would wait unanswered until a config lists it again;
         // one its owner removed never comes back (said as the API and
         // UpdateAgent say it, QA)
-        let how = if target.origin.starts_with("agent:") {
+        let how = if target.made_by_agent() {
             "was removed by its owner"
         } else {
             "is no longer in the fleet"

@@ -101,7 +101,7 @@ pub(super) async fn check_name_free(
         // no mention: its name is free again (it refused the name with a
         // clash no model could see, QA), its id stays its own (a message
         // to that id says the bot left)
-        let removed_made = other.removed_at().is_some() && other.origin.starts_with("agent:");
+        let removed_made = other.removed_at().is_some() && other.made_by_agent();
         let them = MemberName {
             id: other.id.to_string(),
             name: if removed_made {

@@ -114,7 +114,7 @@ pub(crate) async fn resolve_bot(
     // "ambiguous"); the removed one alone still is, to be told it left
     let (gone, here): (Vec<BotRecord>, Vec<BotRecord>) = answering
         .into_iter()
-        .partition(|b| b.removed_at().is_some() && b.origin.starts_with("agent:"));
+        .partition(|b| b.removed_at().is_some() && b.made_by_agent());
     if let Some(b) = names::pick(&here, name)? {
         return Ok(b.clone());
     }
@@ -344,7 +344,7 @@ pub(super) fn not_removed(ctx: &ToolContext<'_>, target: &BotRecord) -> Limit {
 /// lists the bot again).
 fn removed(target: &BotRecord) -> ToolError {
     let id = &target.id;
-    if target.origin.starts_with("agent:") {
+    if target.made_by_agent() {
         return ToolError::new(
             format!(
                 "{id} was removed by its owner: it runs no turns and does not come back, so \

@@ -322,7 +322,7 @@ async fn id_taken(ctx: &ToolContext<'_>, id: &BotId) -> ToolError {
     });
     match holder {
         Some(h) if h.owner == ctx.bot.owner && h.removed_at().is_some() => {
-            let back = if h.origin.starts_with("agent:") {
+            let back = if h.made_by_agent() {
                 "it does not come back"
             } else {
                 "it comes back only if fleet.toml lists it again"

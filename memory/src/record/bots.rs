@@ -43,6 +43,13 @@ impl BotRecord {
         self.origin == "config"
     }
 
+    /// Whether another bot made it with CreateAgent (origin
+    /// `agent:<maker>`): removed, it was removed by its owner and does not
+    /// come back.
+    pub fn made_by_agent(&self) -> bool {
+        self.origin.starts_with("agent:")
+    }
+
     /// When the fleet's config stopped listing the bot, if it did: such a
     /// bot takes no more messages and runs no turns, and its sessions are
     /// kept; listing it again in the config brings it back.

@@ -304,7 +304,6 @@ pub(super) fn secret_query_values(url: &Url) -> Vec<String> {
 /// each query parameter that looks like a credential as `***`. A query
 /// such as `api-version=2024-10-21` is shown as it is.
 pub(super) fn shown_url(url: &str) -> String {
-    let secret = |name: &str| secret_query_name(name);
     let Ok(mut parsed) = Url::parse(url) else {
         return url.to_owned();
     };
@@ -312,14 +311,22 @@ pub(super) fn shown_url(url: &str) -> String {
         .query_pairs()
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();
-    if !pairs.iter().any(|(k, _)| secret(k)) {
+    if !pairs.iter().any(|(k, _)| secret_query_name(k)) {
         return url.to_owned();
     }
-    parsed.query_pairs_mut().clear().extend_pairs(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.as_str(), if secret(k) { "***" } else { v.as_str() })),
-    );
+    parsed
+        .query_pairs_mut()
+        .clear()
+        .extend_pairs(pairs.iter().map(|(k, v)| {
+            (
+                k.as_str(),
+                if secret_query_name(k) {
+                    "***"
+                } else {
+                    v.as_str()
+                },
+            )
+        }));
     parsed.to_string()
 }
 
