@@ -9,11 +9,13 @@ use std::collections::HashSet;
 
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::SubagentStatus;
 
 use super::FleetHandle;
 use super::derived;
+use crate::engine::unanswered::removal_notice;
 use crate::error::ActorError;
 use crate::error::Result;
 
@@ -28,7 +30,8 @@ impl FleetHandle {
     /// as it now is (with `removed_at`). Everything a removed bot is holds
     /// from then on (docs/operations.md, "Removing a bot"): it takes no
     /// more messages and runs no turns, what it was sent waits in the
-    /// store, its sessions stay readable; its subagents are removed with
+    /// store (a bot among the senders is told no answer will come), its
+    /// sessions stay readable; its subagents are removed with
     /// it, and the bots it made keep only `SendMessage`, as the next start
     /// would have them.
     ///
@@ -90,13 +93,16 @@ impl FleetHandle {
                 tracing::debug!(bot = %b.id, %error, "a removed bot's actor was not told (its router is restarting)");
             }
         }
-        let newly_removed = records.iter().filter(|b| {
-            b.removed_at().is_some()
-                && before
-                    .get(&b.id)
-                    .is_some_and(|was| was.removed_at().is_none())
-        });
-        for b in newly_removed {
+        let newly_removed: Vec<&BotRecord> = records
+            .iter()
+            .filter(|b| {
+                b.removed_at().is_some()
+                    && before
+                        .get(&b.id)
+                        .is_some_and(|was| was.removed_at().is_none())
+            })
+            .collect();
+        for b in &newly_removed {
             // after the reload above (the same mailbox): the turn ends and
             // no other starts
             match self.cancel(&b.id).await {
@@ -109,8 +115,68 @@ impl FleetHandle {
                 }
             }
         }
+        for b in &newly_removed {
+            // after the cancels (the same mailbox as the reload): what is
+            // still queued stays so, and the cancelled turn tells those it
+            // read itself
+            self.tell_unanswered(b).await;
+        }
         // as stored (the store stamps `updated_at` as it writes)
         Ok(store.get_bot(bot).await?.unwrap_or(removed))
+    }
+}
+
+impl FleetHandle {
+    /// Tells each bot whose message waits, unread, in the queue of
+    /// `removed` that no answer will come (`engine/unanswered.rs`). A
+    /// failure is logged: the removal stands, and the messages stay in the
+    /// removed bot's sessions.
+    async fn tell_unanswered(&self, removed: &BotRecord) {
+        let store = &self.rt.store;
+        let pending = match store.pending_inbox(&removed.id).await {
+            Ok(pending) => pending,
+            Err(error) => {
+                tracing::warn!(bot = %removed.id, %error, "could not read a removed bot's queue: the bots waiting on it are not told");
+                return;
+            }
+        };
+        let mut questions = Vec::with_capacity(pending.len());
+        for item in pending {
+            match store
+                .entries_between(item.session, item.seq, item.seq)
+                .await
+            {
+                Ok(found) => questions.extend(found),
+                Err(error) => {
+                    tracing::warn!(bot = %removed.id, session = %item.session, seq = item.seq, %error, "could not read a removed bot's queued input");
+                }
+            }
+        }
+        // one notice for each bot and the conversation it wrote from, as
+        // the cancelled turn sends: quoting its newest message there
+        let mut told = Vec::new();
+        for question in questions.iter().rev() {
+            let EntryKind::AgentMessage {
+                from,
+                reply_session,
+                ..
+            } = &question.kind
+            else {
+                continue;
+            };
+            if told.contains(&(from, *reply_session)) {
+                continue;
+            }
+            told.push((from, *reply_session));
+            let sent = match removal_notice(store, removed, question).await {
+                Ok(Some(req)) => self.rt.admit(req).await.map(|_| ()),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e.into()),
+            };
+            if let Err(error) = sent {
+                tracing::warn!(bot = %removed.id, entry = %question.id, %error, "could not tell a bot its message to a removed bot goes unanswered");
+            }
+        }
     }
 }
 

@@ -135,6 +135,12 @@ prompts! {
     delivery_reminder_awaiting => "delivery_reminder_awaiting.md",
     /// Notice of a turn that ended waiting for the answers it asked for.
     awaiting_replies => "awaiting_replies.md",
+    /// The event that wakes a bot whose message another bot's removal by
+    /// its owner left unanswered.
+    agent_removed_unanswered => "agent_removed_unanswered.md",
+    /// Notice of a turn cancelled, before it answered a person, by its
+    /// owner's removal of its bot.
+    turn_cancelled_removed => "turn_cancelled_removed.md",
     /// The reminder after a step that wrote a tool call as text.
     written_call_reminder => "written_call_reminder.md",
     /// Result of a call cut off by a crash.

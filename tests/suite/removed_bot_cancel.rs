@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use crate::support::fleet::deliveries;
+
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
@@ -18,6 +20,24 @@ steps = [
   { tool = "CreateAgent", args = { id = "helper", name = "Helper", role = "Helps.", tools = ["SendMessage"] } },
   { tool = "SendMessage", args = { text = "made: {{tool_result}}" } },
 ]
+
+[[rule]]
+bot = "maker"
+match = "^ask helper"
+steps = [
+  { tool = "SendToAgent", args = { agent = "helper", text = "ponder deeply" } },
+  { tool = "SendMessage", args = { text = "asked helper" } },
+]
+
+[[rule]]
+bot = "maker"
+match = "bot_removed:helper"
+steps = [ { tool = "SendMessage", args = { text = "no answer: {{input}}" } } ]
+
+[[rule]]
+bot = "helper"
+match = "ponder deeply"
+steps = [ { delay_ms = 120000, tool = "SendMessage", args = { text = "much later" } } ]
 
 [[rule]]
 bot = "helper"
@@ -118,5 +138,67 @@ async fn a_room_turn_cancelled_by_its_bots_removal_offers_no_retry() {
         !text.contains("botfleet retry") && !text.contains("mention @helper"),
         "{text}"
     );
+    host.shutdown().await;
+}
+
+/// The bot that asked a removed bot and ended its turn waiting is told
+/// no answer will come, in the conversation it asked from, and tells its
+/// person (QA: the asker was never woken, its person waited for good).
+async fn the_asker_hears(host: &TestHost, maker_dm: &str) {
+    let told = host
+        .wait_for(maker_dm, |es| {
+            deliveries(es)
+                .into_iter()
+                .find(|d| d.starts_with("no answer"))
+                .map(Value::from)
+        })
+        .await;
+    let told = told.as_str().unwrap();
+    assert!(
+        told.contains("helper was removed by its owner before it answered your message")
+            && told.contains("ponder deeply"),
+        "{told}"
+    );
+    let entries = host.entries(maker_dm).await;
+    let events: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "event" && e["origin"] == "bot_removed:helper")
+        .collect();
+    assert_eq!(events.len(), 1, "{entries:#?}");
+    assert_eq!(events[0]["trusted"], true, "{:#}", events[0]);
+}
+
+/// Removed while its turn worked on another bot's message.
+#[tokio::test]
+async fn a_bot_removed_while_it_worked_on_a_bots_message_tells_the_asker() {
+    let host = with_helper().await;
+    let (maker_dm, end) = host.end_turn("maker", "ask helper to ponder").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    host.wait_running("helper").await;
+
+    let (status, removed) = host
+        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
+        .await;
+    assert_eq!(status, 200, "{removed}");
+    the_asker_hears(&host, &maker_dm).await;
+    host.shutdown().await;
+}
+
+/// Removed while another bot's message still waited in its queue (behind
+/// a person's long turn): the removal itself tells the asker.
+#[tokio::test]
+async fn a_bot_removed_with_a_bots_message_in_its_queue_tells_the_asker() {
+    let host = with_helper().await;
+    let (status, sent) = host.send("helper", "think about it", None).await;
+    assert_eq!(status, 202, "{sent}");
+    host.wait_running("helper").await;
+    let (maker_dm, end) = host.end_turn("maker", "ask helper to ponder").await;
+    assert_eq!(end["status"], "completed", "{end}");
+
+    let (status, removed) = host
+        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
+        .await;
+    assert_eq!(status, 200, "{removed}");
+    the_asker_hears(&host, &maker_dm).await;
     host.shutdown().await;
 }

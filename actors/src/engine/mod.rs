@@ -19,6 +19,7 @@ mod context;
 mod runner;
 mod state;
 mod tail;
+pub(crate) mod unanswered;
 mod watch;
 
 pub(crate) use budget::RunningTurns;

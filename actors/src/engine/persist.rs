@@ -6,8 +6,11 @@
 use super::*;
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
 use botfleet_memory::InputDigest;
 use botfleet_memory::SubagentRecord;
+
+use crate::engine::unanswered::removal_notice;
 
 /// What a committed batch wrote that the runner follows up on.
 #[path = "written.rs"]
@@ -251,18 +254,25 @@ impl Runner {
     /// A turn cancelled because its owner removed its bot (made by
     /// CreateAgent, `DELETE /v1/bots/{bot}`) is not offered a retry: the
     /// bot runs no more turns, and a retry or a new message to it answers
-    /// 409. Its `turn_cancelled` notice in `batch` says so instead.
-    async fn removed_by_owner(&self, batch: &mut [Mutation]) {
-        let removed = match self.rt.store.get_bot(&self.bot.id).await {
-            Ok(Some(record)) => record.removed_at().is_some() && record.made_by_agent(),
-            Ok(None) => false,
+    /// 409. Its `turn_cancelled` notice in `batch` says so instead, and
+    /// each bot whose message among its inputs it did not answer is told
+    /// no answer will come (`unanswered.rs`).
+    async fn removed_by_owner(&self, batch: &mut Vec<Mutation>) {
+        let record = match self.rt.store.get_bot(&self.bot.id).await {
+            Ok(Some(record)) if record.removed_at().is_some() && record.made_by_agent() => record,
+            Ok(_) => return,
             Err(e) => {
                 tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "could not read the bot's record as its turn was cancelled");
-                false
+                return;
             }
         };
-        if !removed {
-            return;
+        match self.unanswered_notices(&record).await {
+            Ok(notices) => batch.extend(notices),
+            Err(e) => {
+                // the removal reads the queue it left behind, not this
+                // turn's inputs: these askers are not told
+                tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "could not tell the bots this removed bot did not answer");
+            }
         }
         for m in batch.iter_mut() {
             if let Mutation::Append(entry) = m
@@ -273,10 +283,53 @@ impl Runner {
                 } = &mut entry.kind
                 && code == "turn_cancelled"
             {
-                *text = removed_cancelled_text(&self.bot.id);
+                *text = prompts()
+                    .turn_cancelled_removed
+                    .render(&[("bot", self.bot.id.as_str())])
+                    .unwrap_or_default();
                 *retry_turn = None;
             }
         }
+    }
+
+    /// The events telling each bot that wrote among this turn's inputs, and
+    /// was not answered with SendToAgent in it, that `removed` (this bot)
+    /// will not answer: one for each bot and the conversation it wrote
+    /// from, quoting its newest message there.
+    async fn unanswered_notices(&self, removed: &BotRecord) -> Result<Vec<Mutation>, StoreError> {
+        let (Some(first), Some(last)) = (
+            self.state.input_seqs.iter().min(),
+            self.state.input_seqs.iter().max(),
+        ) else {
+            return Ok(Vec::new());
+        };
+        let inputs = self
+            .rt
+            .store
+            .entries_between(self.session, *first, *last)
+            .await?;
+        let mut out = Vec::new();
+        let mut told: Vec<(&BotId, Option<SessionId>)> = Vec::new();
+        for question in inputs.iter().rev() {
+            let EntryKind::AgentMessage {
+                from,
+                reply_session,
+                ..
+            } = &question.kind
+            else {
+                continue;
+            };
+            let answered = self.state.asked.iter().any(|a| a == from.as_str());
+            let asker = (from, *reply_session);
+            if answered || told.contains(&asker) || !self.state.input_seqs.contains(&question.seq) {
+                continue;
+            }
+            told.push(asker);
+            if let Some(req) = removal_notice(&self.rt.store, removed, question).await? {
+                out.push(Mutation::Admit(Box::new(req)));
+            }
+        }
+        Ok(out)
     }
 
     /// The writes that end a turn: its status, notices, the turn_end entry
@@ -682,17 +735,6 @@ impl Runner {
             priority: Priority::Background,
         }))
     }
-}
-
-/// The notice of a turn cancelled, before it answered, by its owner's
-/// removal of its bot (text for people, as the other notices of a turn's
-/// end shown in clients).
-fn removed_cancelled_text(bot: &BotId) -> String {
-    format!(
-        "{bot} was removed by its owner before it answered your message, and runs no more turns. \
-         Your message and this conversation are kept and readable; send the message to another \
-         of your bots, or have one make a new bot with CreateAgent."
-    )
 }
 
 /// Keeps one checkpoint of `turn` in a batch, the last pushed (each is the

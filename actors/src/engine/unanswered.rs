@@ -1,0 +1,117 @@
+//! The event that tells a bot its message will get no answer: the bot it
+//! wrote to was removed by its owner (`DELETE /v1/bots/{bot}`) before it
+//! answered, in the turn the removal cancelled or while the message still
+//! waited in its queue.
+//!
+//! The asker may have ended its turn right after sending, telling its
+//! person it would report back (`awaiting_replies`): with no answer and no
+//! word, it never woke again and the person was never told (QA: the turn
+//! ended `cancelled`, and only the removed bot's session said so). The
+//! event wakes the asker in the conversation it asked from, as the answer
+//! would have.
+
+use botfleet_memory::AdmitRequest;
+use botfleet_memory::BotId;
+use botfleet_memory::BotRecord;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryId;
+use botfleet_memory::EntryKind;
+use botfleet_memory::InputDigest;
+use botfleet_memory::NewEntry;
+use botfleet_memory::Priority;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use botfleet_memory::Store;
+use botfleet_memory::StoreError;
+
+use crate::prompts::prompts;
+
+/// The origin of the event, followed by the removed bot's id.
+const ORIGIN: &str = "bot_removed:";
+
+/// The event to the bot that wrote `question` (an `AgentMessage` to
+/// `removed`), saying `removed` will not answer it: `None` for any other
+/// entry, and for a sender that is gone, removed too, or another user's
+/// (bots message only their owner's bots).
+///
+/// Its nonce is the question's entry id, whichever path finds it (the
+/// cancelled turn's end or the removal's read of the queue), so the
+/// ledger admits it once.
+pub(crate) async fn removal_notice(
+    store: &Store,
+    removed: &BotRecord,
+    question: &Entry,
+) -> Result<Option<AdmitRequest>, StoreError> {
+    let EntryKind::AgentMessage {
+        from,
+        text,
+        hop,
+        reply_session,
+        chain,
+    } = &question.kind
+    else {
+        return Ok(None);
+    };
+    let Some(asker) = store.get_bot(from).await? else {
+        return Ok(None);
+    };
+    if asker.owner != removed.owner || asker.removed_at().is_some() {
+        return Ok(None);
+    }
+    // where the answer would have gone: the conversation the asker wrote
+    // from while it is still its owner's, else the bots' own
+    let key = match reply_session {
+        Some(id) => match store.get_session(*id).await? {
+            Some(rec) if rec.key.bot == asker.id && rec.owner == asker.owner => rec.key,
+            _ => own_key(&asker.id, &removed.id),
+        },
+        None => own_key(&asker.id, &removed.id),
+    };
+    let notice = prompts()
+        .agent_removed_unanswered
+        .render(&[
+            ("bot", removed.id.as_str()),
+            ("asked", &botfleet_memory::quote_short(text)),
+        ])
+        .unwrap_or_default();
+    let question_id = question.id.to_string();
+    Ok(Some(AdmitRequest {
+        source: format!("bot:{}", removed.id),
+        nonce: format!("removed:{question_id}"),
+        nonce_time_ms: None,
+        digest: InputDigest::of_parts([
+            b"bot_removed".as_slice(),
+            asker.id.as_str().as_bytes(),
+            question_id.as_bytes(),
+        ]),
+        entry: NewEntry {
+            id: EntryId::new_v7(),
+            session: key.id(),
+            author: removed.id.to_string(),
+            turn: None,
+            kind: EntryKind::Event {
+                origin: format!("{ORIGIN}{}", removed.id),
+                text: notice,
+                // the host's words, not the removed bot's
+                trusted: true,
+                // one hop on, as the answer would have been; sent past the
+                // budget too (as a subagent's report is): the chain ends
+                // in the turn it wakes, which may still tell its person
+                hop: Some(hop.saturating_add(1)),
+                chain: *chain,
+            },
+        },
+        session: key,
+        owner: asker.owner,
+        priority: Priority::Bot,
+    }))
+}
+
+/// The sessions between `asker` and `removed`, on the asker's side.
+fn own_key(asker: &BotId, removed: &BotId) -> SessionKey {
+    SessionKey {
+        bot: asker.clone(),
+        kind: SessionKind::Agent,
+        peer: removed.to_string(),
+    }
+}
