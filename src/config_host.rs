@@ -53,6 +53,13 @@ pub struct HostConfig {
     /// rate_limited` with `Retry-After`.
     #[serde(default = "default_user_messages_per_minute")]
     pub user_messages_per_minute: u32,
+    /// Most requests with a bearer token no user has that one client
+    /// address (an IPv6 one's /64) may send per minute; past it, every
+    /// request of that address that needs a token is answered `429
+    /// rate_limited` with `Retry-After` until its minute is over, so
+    /// tokens cannot be guessed as fast as the host answers.
+    #[serde(default = "default_unknown_tokens_per_minute")]
+    pub unknown_tokens_per_minute: u32,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -82,6 +89,9 @@ fn default_max_streams_per_user() -> u32 {
 fn default_user_messages_per_minute() -> u32 {
     600
 }
+fn default_unknown_tokens_per_minute() -> u32 {
+    30
+}
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -97,6 +107,7 @@ impl Default for HostConfig {
             max_connections: default_max_connections(),
             max_streams_per_user: default_max_streams_per_user(),
             user_messages_per_minute: default_user_messages_per_minute(),
+            unknown_tokens_per_minute: default_unknown_tokens_per_minute(),
         }
     }
 }

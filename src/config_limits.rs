@@ -41,6 +41,9 @@ const MAX_STREAMS_PER_USER: u32 = 1024;
 /// any person types or a script of theirs needs; more would not limit a
 /// flood at all.
 const MAX_USER_MESSAGES_PER_MINUTE: u32 = 60_000;
+/// Most `host.unknown_tokens_per_minute`: more would hardly slow a
+/// guesser down.
+const MAX_UNKNOWN_TOKENS_PER_MINUTE: u32 = 10_000;
 
 impl LoadedFleet {
     /// What in `[runtime]` a host starts with but most likely does not do
@@ -278,6 +281,20 @@ impl LoadedFleet {
                     } else {
                         ": more would not hold back one user's flood of messages, which \
                          every other user's messages wait behind"
+                    }
+                ),
+            ));
+        }
+        if !(1..=MAX_UNKNOWN_TOKENS_PER_MINUTE).contains(&h.unknown_tokens_per_minute) {
+            return Err(self.invalid(
+                "host.unknown_tokens_per_minute",
+                format!(
+                    "is {} but must be 1 to {MAX_UNKNOWN_TOKENS_PER_MINUTE}{}",
+                    h.unknown_tokens_per_minute,
+                    if h.unknown_tokens_per_minute == 0 {
+                        ": with 0 a client would be shut out by its first mistyped token"
+                    } else {
+                        ": more would hardly slow down a client guessing tokens"
                     }
                 ),
             ));

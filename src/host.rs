@@ -363,6 +363,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
                 f.host.max_connections,
             ),
             messages: api::MessageRate::new(f.host.user_messages_per_minute),
+            guesses: api::TokenGuesses::new(f.host.unknown_tokens_per_minute),
         },
         scheduler: scheduler.clone(),
         hooks: api::Hooks::new(hooks),

@@ -24,11 +24,13 @@
 //!
 //! The request timeout ([`with_request_timeout`]) is a layer on the router.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
 use axum::Router;
+use axum::extract::ConnectInfo;
 use axum::extract::Request;
 use axum::extract::State;
 use axum::middleware::Next;
@@ -42,6 +44,7 @@ use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tower::Layer;
 
 use crate::api::ApiError;
 
@@ -87,10 +90,11 @@ pub(crate) async fn serve(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
                 errors.recovered(Instant::now());
                 tokio::spawn(serve_connection(
                     stream,
+                    peer,
                     app.clone(),
                     limits.header_timeout,
                     stop.clone(),
@@ -146,6 +150,7 @@ fn watch_for_dead_peer(stream: &TcpStream) {
 /// Serves one connection; its slot is freed once its socket is closed.
 async fn serve_connection(
     stream: TcpStream,
+    peer: SocketAddr,
     app: Router,
     header_timeout: Duration,
     stop: CancellationToken,
@@ -160,6 +165,8 @@ async fn serve_connection(
             .max_buf_size(MAX_HEAD_BYTES)
             .keep_alive(true);
         let io = TokioIo::new(JsonParseErrors::new(stream));
+        // the client's address for the handlers (`api/token_guesses.rs`)
+        let app = axum::Extension(ConnectInfo(peer)).layer(app);
         let conn = builder.serve_connection(io, TowerToHyperService::new(app));
         let mut conn = std::pin::pin!(conn);
         let result = tokio::select! {

@@ -1,13 +1,16 @@
 //! Bearer-token authentication: every `/v1` request names its user.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::extract::ConnectInfo;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use botfleet_memory::UserId;
 use sha2::Digest;
 use sha2::Sha256;
+use tokio::time::Instant;
 
 use super::ApiState;
 use super::error::ApiError;
@@ -46,6 +49,18 @@ impl FromRequestParts<ApiState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
+        // the client's address, as the accept loop saw it (none for a
+        // router served otherwise: nothing counted)
+        let client = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip());
+        let guesses = &state.limits.guesses;
+        if let Some(client) = client {
+            // before the token is looked at: a refusal the right token
+            // passed would tell a guesser it guessed right
+            guesses.check(client, Instant::now())?;
+        }
         // two tokens would leave which user asks to a guess
         let header = single_header(&parts.headers, "Authorization")?.ok_or_else(|| {
             ApiError::Unauthorized("missing `Authorization: Bearer <token>` header".into())
@@ -62,6 +77,9 @@ impl FromRequestParts<ApiState> for AuthUser {
             .cloned()
             .map(AuthUser)
             .ok_or_else(|| {
+                if let Some(client) = client {
+                    guesses.guessed(client, Instant::now());
+                }
                 // the API's words: the CLI adds its flag (QA: curl and the
                 // web page were told to check `--token`)
                 ApiError::Unauthorized(

@@ -18,6 +18,7 @@ mod routines;
 mod search;
 mod secrets;
 mod sessions;
+mod token_guesses;
 mod ui;
 
 use axum::Router;
@@ -39,6 +40,7 @@ pub use hooks::HookSecret;
 pub use hooks::Hooks;
 pub use hooks::sign as sign_hook;
 pub use message_rate::MessageRate;
+pub use token_guesses::TokenGuesses;
 pub use ui::ASSETS as UI_ASSETS;
 
 /// Limits the API enforces.
@@ -54,6 +56,10 @@ pub struct ApiLimits {
     /// Each user's messages per minute (`host.user_messages_per_minute`),
     /// shared by every clone of the state.
     pub messages: MessageRate,
+    /// Each client address's unknown tokens per minute
+    /// (`host.unknown_tokens_per_minute`), shared by every clone of the
+    /// state.
+    pub guesses: TokenGuesses,
 }
 
 /// What every handler shares.

@@ -101,6 +101,7 @@ impl Clocked {
                 max_text_chars: 10_000,
                 streams: api::EventStreams::for_host(16, 512),
                 messages: api::MessageRate::new(600),
+                guesses: api::TokenGuesses::new(30),
             },
             scheduler,
             hooks: api::Hooks::new(Vec::new()),

@@ -245,6 +245,7 @@ mod subagent_task_failed;
 mod subagent_task_reads;
 mod subagents_config;
 mod time_in_context;
+mod token_guesses;
 mod tool_edges;
 mod tool_loop_batch;
 mod turn_clip_budget;
