@@ -1,7 +1,8 @@
 //! A message that named a member who left the room before its discussion
-//! began addresses nobody; the room's notice says who its members are
-//! now, so the person knows whom to ask (it said only "nobody was
-//! addressed", found by QA).
+//! began addresses nobody; the room's notice names the member with why it
+//! took no turn, and who the members are now, so the person knows whom
+//! to ask (it said only "nobody was addressed", found by QA; then "nobody
+//! was addressed" beside "@c … took no turn").
 
 use serde_json::json;
 
@@ -62,10 +63,14 @@ async fn a_message_to_a_member_who_left_names_the_members_now() {
         .unwrap_or_else(|| panic!("no room_run_no_members notice: {page:#}"))
         .clone();
     let text = ended["text"].as_str().unwrap();
+    // the member it addressed is named with why it took no turn, not
+    // "nobody was addressed"
     assert!(
         text.contains(&format!(
-            "Discussion of message #{seq} ended: nobody was addressed"
-        )) && text.contains("the room's members now: @a (a-name), @b (b-name)"),
+            "Discussion of message #{seq} ended: no member addressed could take a turn; \
+             @c (taken out of the room after the message was posted) took no turn; \
+             the room's members now: @a (a-name), @b (b-name)"
+        )),
         "{text}"
     );
     host.shutdown().await;

@@ -526,7 +526,6 @@ impl GroupState {
         };
         let replies = progress.run.replies();
         let trigger = cur.trigger_seq;
-        let mut why = progress.run.describe_end(end);
         // the timeline says why members did not answer (the notices of it
         // are in their own sessions, which the room's readers may not
         // read): those that could take no turn, and those whose messages
@@ -578,6 +577,14 @@ impl GroupState {
                     .unwrap_or_default(),
             );
         }
+        let mut why = if end == End::NoMembers && !gone.is_empty() {
+            // members were addressed, and none of them could take a turn:
+            // "nobody was addressed" beside "@c … took no turn" said two
+            // things at once (QA)
+            p.group_no_turn.render(&[]).unwrap_or_default()
+        } else {
+            progress.run.describe_end(end)
+        };
         if !gone.is_empty() {
             why.push_str(
                 &p.group_absent
