@@ -597,8 +597,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             })?;
             let loaded = &checked.fleet;
-            // and its bots against those bots made, as a start checks them
-            host::check_store_bots(loaded)?;
+            // and its bots against those bots made, and the rooms' ids, as
+            // a start checks them (what it would log, said here too)
+            let store_notes = host::check_store_bots(loaded)?;
             outln!(
                 "{}: ok — {} user(s), {} provider(s), {} bot(s)",
                 loaded.source,
@@ -610,6 +611,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             for note in checked
                 .notes
                 .iter()
+                .chain(&store_notes)
                 .chain(&host::check_notes(&loaded.file.host))
             {
                 outln!("{note}");

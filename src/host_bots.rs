@@ -63,8 +63,9 @@ pub(super) fn config_bots(
 /// host may be running on it), as a start checks them. A store that
 /// cannot be read is left to the notes (`check_notes` warns of it); one
 /// lost where the directory has history is refused, as the start refuses
-/// it.
-pub fn check_store_bots(loaded: &LoadedFleet) -> anyhow::Result<()> {
+/// it. Answers what a start would log of them as warnings: a made bot
+/// the file now takes over, a bot with a room's id.
+pub fn check_store_bots(loaded: &LoadedFleet) -> anyhow::Result<Vec<String>> {
     let (data_dir, _) = data_and_workspace(&loaded.file.host);
     // a store lost where the directory has history: the start refuses it,
     // and so does the check (it said "new data directory: starting with
@@ -74,11 +75,20 @@ pub fn check_store_bots(loaded: &LoadedFleet) -> anyhow::Result<()> {
     {
         anyhow::bail!("cannot open the store in {}: {e}", data_dir.display());
     }
-    let Ok(stored) = botfleet_memory::peek_store_bots(&data_dir.join(STORE_FILE)) else {
-        return Ok(());
+    let db = data_dir.join(STORE_FILE);
+    let Ok(stored) = botfleet_memory::peek_store_bots(&db) else {
+        return Ok(Vec::new());
     };
     let bots = config_bots(&loaded.file, 0)?;
-    botfleet_actors::check_fleet_file_bots(&stored, &bots)
+    let mut notes = botfleet_actors::check_fleet_file_bots(&stored, &bots)
         .map_err(|e| anyhow::anyhow!("{}: {e}", loaded.source))?;
-    Ok(())
+    let ids: Vec<String> = bots.iter().map(|b| b.id.to_string()).collect();
+    // a store too old or damaged to read rooms from: nothing to say of them
+    if let Ok(held) = botfleet_memory::peek_store_rooms_holding(&db, &ids) {
+        notes.extend(botfleet_actors::room_id_clashes(&held));
+    }
+    Ok(notes
+        .into_iter()
+        .map(|note| format!("WARNING: {}: {note}", loaded.source))
+        .collect())
 }

@@ -44,6 +44,7 @@ pub use fleet::FleetActor;
 pub use fleet::FleetHandle;
 pub use fleet::FleetMsg;
 pub use fleet::claims::check_fleet_file_bots;
+pub use fleet::claims::room_id_clashes;
 pub use memory::ExtractError;
 pub use memory::ExtractReport;
 pub use memory::MemoryState;

@@ -230,3 +230,27 @@ async fn the_data_directory_is_private_or_the_start_says_so() {
     let second = banner_of(&path, &dir.join("second.log")).await;
     assert!(second.contains(&warning), "{second}");
 }
+
+/// A bot of the fleet file with a room's id (ignoring case): check-config
+/// warns of it as a start logs it (it said only "ok"), and still exits 0:
+/// the start is not refused either.
+#[tokio::test]
+async fn check_config_warns_of_a_bot_with_a_rooms_id() {
+    let fleet = one_bot().bot("a2", "m", &["SendMessage"]);
+    let host = fleet.start().await;
+    let (status, room) = host
+        .create_room(crate::support::fleet::TOKEN, "standup", &["a1", "a2"])
+        .await;
+    assert_eq!(status, 201, "{room}");
+    let fleet = host.shutdown().await;
+    let fleet = fleet.bot("standup", "m", &["SendMessage"]);
+    let path = fleet.write();
+    let (code, out) = check_config(&path).await;
+    assert_eq!(code, 0, "{out}");
+    let warning = line_of(&out, "WARNING: ");
+    assert!(
+        warning.contains("the fleet file's bot `standup` has the id of the room `standup`")
+            && warning.contains("Give that [[bots]] table another id"),
+        "{out}"
+    );
+}

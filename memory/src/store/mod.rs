@@ -53,6 +53,7 @@ pub use mutation::WriteLimit;
 pub use peek::StoreHistory;
 pub use peek::peek;
 pub use peek::peek_bots;
+pub use peek::peek_rooms_holding;
 pub use routines::RoutineRun;
 pub use store_bots::BotActivity;
 pub use store_bots::BotListing;

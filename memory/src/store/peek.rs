@@ -64,6 +64,20 @@ pub fn peek_bots(db: &Path) -> Result<Vec<BotRecord>> {
     super::reader::list_bots(&conn, None)
 }
 
+/// Of `ids`, those a room of the store at `db` holds, ignoring case
+/// (`(id asked, the room's id)` each), read as [`peek`] reads it: none
+/// when there is no store, or no rooms table yet. `botfleet check-config`
+/// warns of a fleet file's bot with a room's id, as a start does.
+pub fn peek_rooms_holding(db: &Path, ids: &[String]) -> Result<Vec<(String, String)>> {
+    let Some(conn) = open_read_only(db)? else {
+        return Ok(Vec::new());
+    };
+    if !has_table(&conn, "rooms")? {
+        return Ok(Vec::new());
+    }
+    super::rooms::rooms_holding(&conn, ids)
+}
+
 /// The store at `db` opened read-only, `None` when there is none (no file,
 /// or an empty one). Its WAL is read when there is one (a host is running,
 /// or was killed); without one the database file is all there is, opened

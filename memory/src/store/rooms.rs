@@ -32,6 +32,22 @@ fn corrupt(table: &'static str, detail: impl ToString) -> StoreError {
 /// transaction, so two creations cannot both pass. Room ids are one
 /// namespace for the whole fleet: a clash with another user's room must
 /// not tell the creator that room's spelling or whose it is.
+/// Of `ids`, those a room holds, ignoring case: `(id asked, the room's
+/// id)` each (`Store::rooms_holding`, and `peek_rooms_holding` for
+/// `botfleet check-config`).
+pub(crate) fn rooms_holding(conn: &Connection, ids: &[String]) -> Result<Vec<(String, String)>> {
+    let mut held = Vec::new();
+    let mut stmt =
+        conn.prepare_cached("SELECT id FROM rooms WHERE id = ?1 COLLATE NOCASE LIMIT 1")?;
+    for id in ids {
+        let room: Option<String> = stmt.query_row([id], |r| r.get(0)).optional()?;
+        if let Some(room) = room {
+            held.push((id.clone(), room));
+        }
+    }
+    Ok(held)
+}
+
 pub(crate) fn create_room(conn: &Connection, room: &RoomRecord) -> Result<()> {
     // room and bot ids meet in search hits (`bot`) and in the transcript
     // files' directories (`transcripts/<id>/`): a room takes no bot's id,

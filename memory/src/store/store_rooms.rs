@@ -1,7 +1,5 @@
 //! The [`Store`]'s reads of group rooms and their runs.
 
-use rusqlite::OptionalExtension;
-
 use super::Store;
 use super::rooms;
 use crate::error::Result;
@@ -22,19 +20,7 @@ impl Store {
     /// start asks it once for the fleet file's bots).
     pub async fn rooms_holding(&self, ids: &[String]) -> Result<Vec<(String, String)>> {
         let ids = ids.to_vec();
-        self.read(move |c| {
-            let mut held = Vec::new();
-            let mut stmt =
-                c.prepare_cached("SELECT id FROM rooms WHERE id = ?1 COLLATE NOCASE LIMIT 1")?;
-            for id in ids {
-                let room: Option<String> = stmt.query_row([&id], |r| r.get(0)).optional()?;
-                if let Some(room) = room {
-                    held.push((id, room));
-                }
-            }
-            Ok(held)
-        })
-        .await
+        self.read(move |c| rooms::rooms_holding(c, &ids)).await
     }
 
     /// Rooms `user` owns, plus every shared room (the caller filters those
