@@ -140,13 +140,17 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             if let Some(id) = id {
                 body["id"] = json!(id);
             }
-            // the API names its `id` field; here it is the --id flag
+            // the API names its `id` field; here it is the --id flag (QA:
+            // a room named like a bot was told "pass another `id`")
             let v = client.post_ok("/v1/groups", &body).await.map_err(|e| {
                 let said = format!("{e:#}");
-                if id.is_none() && said.contains("pass an `id`") {
-                    anyhow::anyhow!(said.replace("pass an `id`", "pass --id"))
-                } else {
+                let flagged = said
+                    .replace("pass an `id`", "pass --id")
+                    .replace("pass another `id`", "pass another --id");
+                if flagged == said {
                     e
+                } else {
+                    anyhow::anyhow!(flagged)
                 }
             })?;
             if *json {

@@ -262,5 +262,18 @@ async fn group_create_names_the_id_flag() {
     )
     .await;
     assert_eq!(code, 0, "{err}");
+    // a name that is a bot's id: "pass another --id", not the API's field
+    let (code, _, err) = cli(
+        &["group", "create", "r", "--members", "r,b"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("is taken by a bot") && err.contains("pass another --id"),
+        "{err}"
+    );
+    assert!(!err.contains("`id`"), "{err}");
     host.shutdown().await;
 }
