@@ -378,20 +378,32 @@ pub(crate) async fn owned_bot(
 /// The refusal of `bot`, no bot of `user`, when one of the user's bots
 /// answers to it ignoring case, width and spaces, by id or display name
 /// (`botfleet send Assistant`, as `botfleet bots` shows the name, where
-/// the id is `assistant`: QA): it names that bot. Only the user's own bots
-/// are named: another user's is answered as an unknown one (`None`).
+/// the id is `assistant`: QA): it names that bot, and says so when it was
+/// removed (a removed one only when no other answers: QA, `Helper` for a
+/// removed `helper` got a bare "no bot"). Only the user's own bots are
+/// named: another user's is answered as an unknown one (`None`).
 async fn meant_bot(state: &ApiState, user: &AuthUser, bot: &str) -> Option<ApiError> {
     let key = botfleet_memory::name_key(bot);
-    let meant = state
+    let mine: Vec<botfleet_memory::BotRecord> = state
         .fleet
         .store()
         .bots_answering_to(&[key])
         .await
         .unwrap_or_default()
         .into_iter()
-        .find(|b| b.owner == user.0 && b.removed_at().is_none())?;
+        .filter(|b| b.owner == user.0)
+        .collect();
+    let meant = mine
+        .iter()
+        .find(|b| b.removed_at().is_none())
+        .or_else(|| mine.first())?;
+    let gone = match (meant.removed_at().is_some(), meant.made_by_agent()) {
+        (false, _) => "",
+        (true, true) => ", which its owner removed (it takes no more messages)",
+        (true, false) => ", which is no longer in the fleet's config (it takes no more messages)",
+    };
     Some(ApiError::NotFound(format!(
-        "no bot {bot:?} for you; did you mean {} ({:?})? Bot ids are matched exactly; \
+        "no bot {bot:?} for you; did you mean {} ({:?}){gone}? Bot ids are matched exactly; \
          list your bots with GET /v1/bots or `botfleet bots`",
         meant.id, meant.name
     )))

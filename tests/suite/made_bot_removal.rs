@@ -138,6 +138,15 @@ async fn message_refused(host: &TestHost) {
         said.contains("was removed by its owner") && !said.contains("fleet.toml"),
         "{v}"
     );
+    // by its id in another case: named, with its removal (it was a bare
+    // "no bot", as for a bot never made)
+    let (status, v) = host.send("HELPER", "still there?", None).await;
+    assert_eq!(status, 404, "{v}");
+    let said = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains(r#"did you mean helper ("Helper"), which its owner removed"#),
+        "{v}"
+    );
 }
 
 #[tokio::test]
