@@ -23,6 +23,19 @@ fn openapi() -> Value {
         .unwrap_or_else(|e| panic!("docs/openapi.yaml is not valid YAML: {e}"))
 }
 
+/// No mapping of the spec holds a key twice: a lenient reader keeps the
+/// last, and the first is lost without a word (QA, schemathesis: the 401's
+/// header and body were written under the next response, which then had
+/// two `headers:`).
+#[test]
+fn the_spec_has_no_key_twice() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    if let Err(e) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) {
+        panic!("docs/openapi.yaml: {e}");
+    }
+}
+
 /// The schema of `GET path`'s `200` answer.
 fn answer_schema<'a>(doc: &'a Value, path: &str) -> &'a Value {
     let schema =
