@@ -9,12 +9,12 @@ use std::collections::HashSet;
 
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
-use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
 use botfleet_memory::SubagentStatus;
 
 use super::FleetHandle;
 use super::derived;
+use crate::engine::unanswered::newest_questions;
 use crate::engine::unanswered::removal_notice;
 use crate::error::ActorError;
 use crate::error::Result;
@@ -154,20 +154,7 @@ impl FleetHandle {
         }
         // one notice for each bot and the conversation it wrote from, as
         // the cancelled turn sends: quoting its newest message there
-        let mut told = Vec::new();
-        for question in questions.iter().rev() {
-            let EntryKind::AgentMessage {
-                from,
-                reply_session,
-                ..
-            } = &question.kind
-            else {
-                continue;
-            };
-            if told.contains(&(from, *reply_session)) {
-                continue;
-            }
-            told.push((from, *reply_session));
+        for question in newest_questions(&questions, |_, _| true) {
             let sent = match removal_notice(store, removed, question).await {
                 Ok(Some(req)) => self.rt.admit(req).await.map(|_| ()),
                 Ok(None) => Ok(()),

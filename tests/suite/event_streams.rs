@@ -9,10 +9,8 @@
 //! Every wait is bounded, so that the old code (no caps: the stream opens,
 //! or a request waits for a connection) fails instead of hanging.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use botfleet::host::HostOptions;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
@@ -26,6 +24,7 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::start_refused;
 use crate::support::process::poll;
 
 const ECHO: &str = r#"
@@ -276,18 +275,7 @@ async fn max_streams_per_user_out_of_range_is_refused_naming_the_key() {
             .host(lines)
             .script("s", ECHO)
             .bot("r", "s", &["SendMessage"]);
-        let started = botfleet::host::start(HostOptions {
-            fleet: Some(fleet.write()),
-            data_dir: None,
-            listen: None,
-            env: Some(HashMap::new()),
-            ..Default::default()
-        })
-        .await;
-        let Err(e) = started else {
-            panic!("{lines}: the host started");
-        };
-        let e = format!("{e:#}");
+        let e = start_refused(&fleet, lines).await;
         assert!(
             e.contains("fleet.toml") && e.contains("max_streams_per_user") && e.contains(says),
             "{lines}: {e}"

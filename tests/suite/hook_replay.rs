@@ -19,6 +19,7 @@ use tokio::net::TcpStream;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::status_wait_body;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
@@ -74,17 +75,7 @@ async fn post_to(
     for (name, value) in headers {
         req = req.header(*name, value);
     }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_owned());
-    (
-        status,
-        retry_after,
-        resp.json().await.unwrap_or(Value::Null),
-    )
+    status_wait_body(req.send().await.unwrap()).await
 }
 
 fn body_only(delivery: &str, body: &str) -> Vec<(&'static str, String)> {

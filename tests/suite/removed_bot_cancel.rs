@@ -74,10 +74,7 @@ async fn a_turn_cancelled_by_its_bots_removal_offers_no_retry() {
     let dm = sent["session"].as_str().unwrap().to_owned();
     host.wait_running("helper").await;
 
-    let (status, removed) = host
-        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
-        .await;
-    assert_eq!(status, 200, "{removed}");
+    remove_helper(&host).await;
     let end = host.wait_turn_end(&dm, sent["seq"].as_i64().unwrap()).await;
     assert_eq!(end["status"], "cancelled", "{end}");
 
@@ -120,10 +117,7 @@ async fn a_room_turn_cancelled_by_its_bots_removal_offers_no_retry() {
     let seq = posted["seq"].as_i64().unwrap();
     host.wait_running("helper").await;
 
-    let (status, removed) = host
-        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
-        .await;
-    assert_eq!(status, 200, "{removed}");
+    remove_helper(&host).await;
     host.wait_turn_end(&timeline, seq).await;
 
     let entries = host.entries(&timeline).await;
@@ -139,6 +133,14 @@ async fn a_room_turn_cancelled_by_its_bots_removal_offers_no_retry() {
         "{text}"
     );
     host.shutdown().await;
+}
+
+/// Alice removes `helper` (`DELETE /v1/bots/helper`).
+async fn remove_helper(host: &TestHost) {
+    let (status, removed) = host
+        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
+        .await;
+    assert_eq!(status, 200, "{removed}");
 }
 
 /// The bot that asked a removed bot and ended its turn waiting is told
@@ -176,10 +178,7 @@ async fn a_bot_removed_while_it_worked_on_a_bots_message_tells_the_asker() {
     assert_eq!(end["status"], "completed", "{end}");
     host.wait_running("helper").await;
 
-    let (status, removed) = host
-        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
-        .await;
-    assert_eq!(status, 200, "{removed}");
+    remove_helper(&host).await;
     the_asker_hears(&host, &maker_dm).await;
     host.shutdown().await;
 }
@@ -195,10 +194,7 @@ async fn a_bot_removed_with_a_bots_message_in_its_queue_tells_the_asker() {
     let (maker_dm, end) = host.end_turn("maker", "ask helper to ponder").await;
     assert_eq!(end["status"], "completed", "{end}");
 
-    let (status, removed) = host
-        .call(reqwest::Method::DELETE, "/v1/bots/helper", TOKEN, None)
-        .await;
-    assert_eq!(status, 200, "{removed}");
+    remove_helper(&host).await;
     the_asker_hears(&host, &maker_dm).await;
     host.shutdown().await;
 }

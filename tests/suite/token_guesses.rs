@@ -4,14 +4,13 @@
 //! `Retry-After` and the key to change, until its minute is over. Before,
 //! a client could guess tokens as fast as the host answered (QA).
 
-use std::collections::HashMap;
-
-use botfleet::host::HostOptions;
 use serde_json::Value;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::start_refused;
+use crate::support::fleet::status_wait_body;
 
 const ECHO: &str = r#"
 [[rule]]
@@ -32,17 +31,7 @@ async fn list(host: &TestHost, token: Option<&str>) -> (u16, Option<String>, Val
     if let Some(token) = token {
         req = req.bearer_auth(token);
     }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_owned());
-    (
-        status,
-        retry_after,
-        resp.json().await.unwrap_or(Value::Null),
-    )
+    status_wait_body(req.send().await.unwrap()).await
 }
 
 #[tokio::test]
@@ -96,18 +85,7 @@ async fn unknown_tokens_per_minute_out_of_range_is_refused_naming_the_key() {
             "is 10001 but must be 1 to 10000",
         ),
     ] {
-        let started = botfleet::host::start(HostOptions {
-            fleet: Some(fleet(lines).write()),
-            data_dir: None,
-            listen: None,
-            env: Some(HashMap::new()),
-            ..Default::default()
-        })
-        .await;
-        let Err(e) = started else {
-            panic!("{lines}: the host started");
-        };
-        let e = format!("{e:#}");
+        let e = start_refused(&fleet(lines), lines).await;
         assert!(
             e.contains("host.unknown_tokens_per_minute") && e.contains(says),
             "{lines}: {e}"

@@ -8,9 +8,6 @@
 //! between conversations is tested in `actors/src/bot_queue.rs`: through
 //! the API only a bot's owner sends it direct messages.)
 
-use std::collections::HashMap;
-
-use botfleet::host::HostOptions;
 use serde_json::Value;
 use serde_json::json;
 
@@ -18,6 +15,8 @@ use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::start_refused;
+use crate::support::fleet::status_wait_body;
 
 const ECHO: &str = r#"
 [[rule]]
@@ -51,16 +50,7 @@ async fn send(
         .send()
         .await
         .unwrap();
-    let status = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().to_owned());
-    (
-        status,
-        retry_after,
-        resp.json().await.unwrap_or(Value::Null),
-    )
+    status_wait_body(resp).await
 }
 
 /// Three messages a minute: the fourth is refused with `429`,
@@ -226,18 +216,7 @@ async fn user_messages_per_minute_out_of_range_is_refused_naming_the_key() {
         ("user_messages_per_minute = \"600\"", "line "),
     ];
     for (lines, says) in cases {
-        let started = botfleet::host::start(HostOptions {
-            fleet: Some(fleet(lines).write()),
-            data_dir: None,
-            listen: None,
-            env: Some(HashMap::new()),
-            ..Default::default()
-        })
-        .await;
-        let Err(e) = started else {
-            panic!("{lines}: the host started");
-        };
-        let e = format!("{e:#}");
+        let e = start_refused(&fleet(lines), lines).await;
         assert!(
             e.contains("fleet.toml") && e.contains("user_messages_per_minute") && e.contains(says),
             "{lines}: {e}"

@@ -584,3 +584,35 @@ pub async fn wait_running(url: &str, bot: &str) {
     }
     panic!("{bot} never started a turn");
 }
+
+/// The start of the host `fleet` describes, which must be refused: its
+/// error, whole (`{:#}`). `what` names the case in the panic otherwise.
+pub async fn start_refused(fleet: &TestFleet, what: &str) -> String {
+    let started = botfleet::host::start(HostOptions {
+        fleet: Some(fleet.write()),
+        data_dir: None,
+        listen: None,
+        env: Some(HashMap::new()),
+        ..Default::default()
+    })
+    .await;
+    match started {
+        Ok(_) => panic!("{what}: the host started"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+/// An answer's status, `Retry-After` header and JSON body (`Null` when it
+/// has none).
+pub async fn status_wait_body(resp: reqwest::Response) -> (u16, Option<String>, Value) {
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (
+        status,
+        retry_after,
+        resp.json().await.unwrap_or(Value::Null),
+    )
+}

@@ -10,6 +10,7 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::InputDigest;
 use botfleet_memory::SubagentRecord;
 
+use crate::engine::unanswered::newest_questions;
 use crate::engine::unanswered::removal_notice;
 
 /// What a committed batch wrote that the runner follows up on.
@@ -308,23 +309,13 @@ impl Runner {
             .store
             .entries_between(self.session, *first, *last)
             .await?;
+        let questions = newest_questions(&inputs, |question, from| {
+            // answered with SendToAgent in this turn: nothing to tell
+            self.state.input_seqs.contains(&question.seq)
+                && !self.state.asked.iter().any(|a| a == from.as_str())
+        });
         let mut out = Vec::new();
-        let mut told: Vec<(&BotId, Option<SessionId>)> = Vec::new();
-        for question in inputs.iter().rev() {
-            let EntryKind::AgentMessage {
-                from,
-                reply_session,
-                ..
-            } = &question.kind
-            else {
-                continue;
-            };
-            let answered = self.state.asked.iter().any(|a| a == from.as_str());
-            let asker = (from, *reply_session);
-            if answered || told.contains(&asker) || !self.state.input_seqs.contains(&question.seq) {
-                continue;
-            }
-            told.push(asker);
+        for question in questions {
             if let Some(req) = removal_notice(&self.rt.store, removed, question).await? {
                 out.push(Mutation::Admit(Box::new(req)));
             }

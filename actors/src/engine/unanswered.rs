@@ -19,6 +19,7 @@ use botfleet_memory::EntryKind;
 use botfleet_memory::InputDigest;
 use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
+use botfleet_memory::SessionId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::Store;
@@ -105,6 +106,35 @@ pub(crate) async fn removal_notice(
         owner: asker.owner,
         priority: Priority::Bot,
     }))
+}
+
+/// Of `entries`, the messages of bots that `keep` takes, to be told about:
+/// the newest of each bot and the conversation it wrote from (one notice
+/// each, whichever path finds them: the cancelled turn's inputs, or the
+/// removed bot's queue).
+pub(crate) fn newest_questions(
+    entries: &[Entry],
+    keep: impl Fn(&Entry, &BotId) -> bool,
+) -> Vec<&Entry> {
+    let mut told: Vec<(&BotId, Option<SessionId>)> = Vec::new();
+    let mut out = Vec::new();
+    for question in entries.iter().rev() {
+        let EntryKind::AgentMessage {
+            from,
+            reply_session,
+            ..
+        } = &question.kind
+        else {
+            continue;
+        };
+        let asker = (from, *reply_session);
+        if told.contains(&asker) || !keep(question, from) {
+            continue;
+        }
+        told.push(asker);
+        out.push(question);
+    }
+    out
 }
 
 /// The sessions between `asker` and `removed`, on the asker's side.
