@@ -273,6 +273,12 @@ async fn api_routines_run_and_bad_input_is_a_clear_400() {
             "`cron`",
         ),
         (json!({"cron": "0 8 * * *", "timezone": "UTC"}), "prompt"),
+        // nothing a person would see: refused as a message of it is (QA,
+        // schemathesis: stored, and the routine woke its bot with nothing)
+        (
+            json!({"cron": "0 8 * * *", "timezone": "UTC", "prompt": "\u{200b}\u{feff}"}),
+            "the prompt is empty (nothing but spaces or invisible characters",
+        ),
         (
             json!({"cron": "0 8 * * *", "timezone": "UTC", "prompt": "x", "when": 1}),
             "when",

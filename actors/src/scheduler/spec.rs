@@ -116,7 +116,10 @@ pub enum RoutineError {
         hint: String,
     },
     /// The prompt is empty.
-    #[error("the prompt is empty; say what the bot should do when the routine runs")]
+    #[error(
+        "the prompt is empty (nothing but spaces or invisible characters such as U+200B or \
+         U+FEFF); say what the bot should do when the routine runs"
+    )]
     EmptyPrompt,
     /// The prompt is too long.
     #[error("the prompt has {chars} characters; the limit is {limit}")]
@@ -170,7 +173,8 @@ impl RoutineSpec {
         }
         refuse_last_weekday_in_list(&self.cron)?;
         let schedule = Schedule::parse(&self.cron, &self.timezone)?;
-        if self.prompt.trim().is_empty() {
+        // as a message is: invisible characters alone say nothing either
+        if botfleet_memory::shows_nothing(&self.prompt) {
             return Err(RoutineError::EmptyPrompt);
         }
         let chars = self.prompt.chars().count();
