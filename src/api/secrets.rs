@@ -68,9 +68,25 @@ pub(crate) async fn put(
     check_name(&name, true)?;
     let body = read_body(body, state.limits.max_body_bytes)?;
     let parsed: SecretBody = json_object(&body, "a secret", r#"{"value": "..."}"#)?;
-    if parsed.value.is_empty() || parsed.value.len() > MAX_SECRET_BYTES {
+    if parsed.value.is_empty() {
         return Err(ApiError::BadRequest(format!(
-            "the value must be 1-{MAX_SECRET_BYTES} bytes"
+            "the value is empty: send 1-{MAX_SECRET_BYTES} bytes of it"
+        )));
+    }
+    if parsed.value.len() > MAX_SECRET_BYTES {
+        // in bytes of UTF-8, as the environment variable holds it: a
+        // character past ASCII is 2-4 of them (QA: "must be 1-16384 bytes"
+        // said neither how many were sent nor that)
+        let bytes = parsed.value.len();
+        let chars = parsed.value.chars().count();
+        let counted = if chars == bytes {
+            String::new()
+        } else {
+            format!(" ({chars} characters: one past ASCII takes 2-4 bytes in UTF-8)")
+        };
+        return Err(ApiError::BadRequest(format!(
+            "the value has {bytes} bytes{counted}; the limit is {MAX_SECRET_BYTES} bytes of \
+             UTF-8: send a shorter value"
         )));
     }
     // tools get the value as an environment variable, which cannot hold NUL

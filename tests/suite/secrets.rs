@@ -155,7 +155,34 @@ async fn a_person_supplies_a_secret_through_the_api() {
         let message = body["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("reserved"), "{name}: {body}");
     }
+    // a value too long says how long it is, in bytes and characters (it
+    // said only "must be 1-16384 bytes": QA), and nothing is stored
+    for (value, says) in [
+        (
+            "é".repeat(8_193),
+            "the value has 16386 bytes (8193 characters: one past ASCII takes 2-4 bytes in UTF-8); the limit is 16384 bytes",
+        ),
+        (
+            "x".repeat(16_385),
+            "the value has 16385 bytes; the limit is 16384 bytes",
+        ),
+        (String::new(), "the value is empty"),
+    ] {
+        let long = host
+            .http
+            .put(format!("{}/v1/secrets/LONG_ONE", host.url))
+            .bearer_auth(TOKEN)
+            .body(json!({ "value": value }).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(long.status().as_u16(), 400, "{says}");
+        let body: Value = long.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{body}");
+    }
     let (_, listed) = host.get("/v1/secrets", TOKEN).await;
+    assert_eq!(listed["secrets"].as_array().unwrap().len(), 1, "{listed}");
     assert_eq!(listed["secrets"][0]["name"], "API_TOKEN");
     assert!(
         !listed.to_string().contains(SUPPLIED),
