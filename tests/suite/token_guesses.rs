@@ -7,22 +7,11 @@
 use serde_json::Value;
 
 use crate::support::fleet::TOKEN;
-use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::start_refused;
 use crate::support::fleet::status_wait_body;
 
-const ECHO: &str = r#"
-[[rule]]
-steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
-"#;
-
-fn fleet(host: &str) -> TestFleet {
-    TestFleet::new()
-        .host(host)
-        .script("s", ECHO)
-        .bot("r", "s", &["SendMessage"])
-}
+use super::user_fairness::fleet;
 
 /// `GET /v1/bots` with `token` (none: no header): the status, the
 /// `Retry-After` header and the body.

@@ -23,8 +23,9 @@ const ECHO: &str = r#"
 steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
 "#;
 
-/// Alice's bot `r` and bob's bot `q`, with `host` lines.
-fn fleet(host: &str) -> TestFleet {
+/// Alice's bot `r` and bob's bot `q`, with `host` lines (also the fleet
+/// of `token_guesses.rs`).
+pub(super) fn fleet(host: &str) -> TestFleet {
     TestFleet::new()
         .host(host)
         .script("s", ECHO)
