@@ -172,6 +172,27 @@ impl LoadedFleet {
     }
 
     /// Checks `[host]` and `[runtime]`.
+    /// Refuses `value` of `key` outside `lo..=hi` (`unit` after the
+    /// bounds), saying why with `below` under the range, `above` over it.
+    fn in_range(
+        &self,
+        key: &str,
+        value: u64,
+        (lo, hi): (u64, u64),
+        unit: &str,
+        below: &str,
+        above: &str,
+    ) -> Result<(), ConfigError> {
+        if (lo..=hi).contains(&value) {
+            return Ok(());
+        }
+        let why = if value < lo { below } else { above };
+        Err(self.invalid(
+            key,
+            format!("is {value} but must be {lo} to {hi}{unit}{why}"),
+        ))
+    }
+
     pub(super) fn validate_host_and_runtime(&self) -> Result<(), ConfigError> {
         let (h, r) = (&self.file.host, &self.file.runtime);
         if h.data_dir.as_os_str().is_empty() {
@@ -212,93 +233,56 @@ impl LoadedFleet {
                 ),
             ));
         }
-        if !(1..=MAX_HEADER_TIMEOUT_S).contains(&h.header_timeout_s) {
-            return Err(self.invalid(
-                "host.header_timeout_s",
-                format!(
-                    "is {} but must be 1 to {MAX_HEADER_TIMEOUT_S} seconds{}",
-                    h.header_timeout_s,
-                    if h.header_timeout_s == 0 {
-                        ": with 0 every connection would be closed before its request"
-                    } else {
-                        ": a client that sends nothing would hold its connection that long"
-                    }
-                ),
-            ));
-        }
-        if !(1..=MAX_REQUEST_TIMEOUT_S).contains(&h.request_timeout_s) {
-            return Err(self.invalid(
-                "host.request_timeout_s",
-                format!(
-                    "is {} but must be 1 to {MAX_REQUEST_TIMEOUT_S} seconds{}",
-                    h.request_timeout_s,
-                    if h.request_timeout_s == 0 {
-                        ": with 0 every request would time out"
-                    } else {
-                        " (an hour)"
-                    }
-                ),
-            ));
-        }
-        if !(MIN_CONNECTIONS..=MAX_CONNECTIONS).contains(&h.max_connections) {
-            return Err(self.invalid(
-                "host.max_connections",
-                format!(
-                    "is {} but must be {MIN_CONNECTIONS} to {MAX_CONNECTIONS}{}",
-                    h.max_connections,
-                    if h.max_connections < MIN_CONNECTIONS {
-                        ": the web page holds one connection open for its event stream and \
-                         needs more for its requests"
-                    } else {
-                        ": each connection is a file descriptor; keep it well under `ulimit -n`"
-                    }
-                ),
-            ));
-        }
-        if !(1..=MAX_STREAMS_PER_USER).contains(&h.max_streams_per_user) {
-            return Err(self.invalid(
-                "host.max_streams_per_user",
-                format!(
-                    "is {} but must be 1 to {MAX_STREAMS_PER_USER}{}",
-                    h.max_streams_per_user,
-                    if h.max_streams_per_user == 0 {
-                        ": with 0 neither the web page nor a waiting `botfleet send` could follow changes"
-                    } else {
-                        ": each stream holds a connection; a person needs one per open tab \
-                         of the web page"
-                    }
-                ),
-            ));
-        }
-        if !(1..=MAX_USER_MESSAGES_PER_MINUTE).contains(&h.user_messages_per_minute) {
-            return Err(self.invalid(
-                "host.user_messages_per_minute",
-                format!(
-                    "is {} but must be 1 to {MAX_USER_MESSAGES_PER_MINUTE}{}",
-                    h.user_messages_per_minute,
-                    if h.user_messages_per_minute == 0 {
-                        ": with 0 every message of every user would be refused"
-                    } else {
-                        ": more would not hold back one user's flood of messages, which \
-                         every other user's messages wait behind"
-                    }
-                ),
-            ));
-        }
-        if !(1..=MAX_UNKNOWN_TOKENS_PER_MINUTE).contains(&h.unknown_tokens_per_minute) {
-            return Err(self.invalid(
-                "host.unknown_tokens_per_minute",
-                format!(
-                    "is {} but must be 1 to {MAX_UNKNOWN_TOKENS_PER_MINUTE}{}",
-                    h.unknown_tokens_per_minute,
-                    if h.unknown_tokens_per_minute == 0 {
-                        ": with 0 a client would be shut out by its first mistyped token"
-                    } else {
-                        ": more would hardly slow down a client guessing tokens"
-                    }
-                ),
-            ));
-        }
+        self.in_range(
+            "host.header_timeout_s",
+            h.header_timeout_s,
+            (1, MAX_HEADER_TIMEOUT_S),
+            " seconds",
+            ": with 0 every connection would be closed before its request",
+            ": a client that sends nothing would hold its connection that long",
+        )?;
+        self.in_range(
+            "host.request_timeout_s",
+            h.request_timeout_s,
+            (1, MAX_REQUEST_TIMEOUT_S),
+            " seconds",
+            ": with 0 every request would time out",
+            " (an hour)",
+        )?;
+        self.in_range(
+            "host.max_connections",
+            h.max_connections.into(),
+            (MIN_CONNECTIONS.into(), MAX_CONNECTIONS.into()),
+            "",
+            ": the web page holds one connection open for its event stream and needs more for \
+             its requests",
+            ": each connection is a file descriptor; keep it well under `ulimit -n`",
+        )?;
+        self.in_range(
+            "host.max_streams_per_user",
+            h.max_streams_per_user.into(),
+            (1, MAX_STREAMS_PER_USER.into()),
+            "",
+            ": with 0 neither the web page nor a waiting `botfleet send` could follow changes",
+            ": each stream holds a connection; a person needs one per open tab of the web page",
+        )?;
+        self.in_range(
+            "host.user_messages_per_minute",
+            h.user_messages_per_minute.into(),
+            (1, MAX_USER_MESSAGES_PER_MINUTE.into()),
+            "",
+            ": with 0 every message of every user would be refused",
+            ": more would not hold back one user's flood of messages, which every other \
+             user's messages wait behind",
+        )?;
+        self.in_range(
+            "host.unknown_tokens_per_minute",
+            h.unknown_tokens_per_minute.into(),
+            (1, MAX_UNKNOWN_TOKENS_PER_MINUTE.into()),
+            "",
+            ": with 0 a client would be shut out by its first mistyped token",
+            ": more would hardly slow down a client guessing tokens",
+        )?;
         if r.max_steps == 0 {
             return Err(self.invalid("runtime.max_steps", "must be at least 1"));
         }
