@@ -50,7 +50,10 @@ pub(crate) async fn list(
     user: AuthUser,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, "use ?status=pending|approved|denied|expired&limit=N")?;
+    let q = super::extract::query(
+        query,
+        &format!("use ?status=pending|approved|denied|expired&limit=N (1 to {MAX_LIMIT})"),
+    )?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
@@ -217,7 +220,7 @@ pub(crate) async fn reviews_of_bot(
     Path(bot): Path<String>,
     query: Result<Query<ReviewsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, "use ?limit=N")?;
+    let q = super::extract::query(query, &format!("use ?limit=N (1 to {MAX_LIMIT})"))?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(

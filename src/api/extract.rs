@@ -105,8 +105,13 @@ fn query_text(said: &str) -> String {
         "cannot parse integer from empty string" => {
             format!("{param} is empty, and it takes a whole number")
         }
-        "number too large to fit in target type" | "number too small to fit in target type" => {
-            format!("{param} is out of range")
+        // (QA: `?after=99999999999999999999` was "`after` is out of range",
+        // with no range: the hint after it now gives each route's)
+        "number too large to fit in target type" => {
+            format!("{param} is out of range: it is larger than any value it takes")
+        }
+        "number too small to fit in target type" => {
+            format!("{param} is out of range: it is smaller than any value it takes")
         }
         "provided string was not `true` or `false`" => format!("{param} takes true or false"),
         other => format!("the query string could not be read: {param}: {other}"),

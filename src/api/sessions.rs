@@ -39,6 +39,12 @@ pub(crate) struct EntriesQuery {
     limit: Option<i64>,
 }
 
+/// How to write the query of a page of entries, with the ranges
+/// [`entries_page`] takes: the hint after a query serde could not read.
+pub(crate) fn page_hint() -> String {
+    format!("use ?after=SEQ (0 for the first page)&limit=N (1 to {MAX_PAGE})")
+}
+
 /// `after` and `limit` of a page of entries (a session's, a room's
 /// timeline), checked: one wording for both routes (QA: a room's said
 /// only "`limit` must be 1-1000").
@@ -66,7 +72,7 @@ pub(crate) async fn entries(
     Path(session): Path<String>,
     query: Result<Query<EntriesQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, "use ?after=SEQ&limit=N")?;
+    let q = super::extract::query(query, &page_hint())?;
     let id: SessionId = session
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
@@ -270,7 +276,7 @@ pub(crate) async fn turns_of_bot(
     Path(bot): Path<String>,
     query: Result<Query<TurnsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, "use ?limit=N")?;
+    let q = super::extract::query(query, &format!("use ?limit=N (1 to {MAX_TURNS})"))?;
     let limit = q.limit.unwrap_or(MAX_TURNS);
     if !(1..=MAX_TURNS).contains(&limit) {
         return Err(ApiError::BadRequest(format!(

@@ -181,7 +181,19 @@ async fn query_strings_that_cannot_be_read_say_what_is_wrong() {
         ),
         (
             format!("/v1/sessions/{session}/entries?after=abc"),
-            "`after` takes a whole number; use ?after=SEQ&limit=N",
+            "`after` takes a whole number; use ?after=SEQ (0 for the first page)&limit=N (1 to 1000)",
+        ),
+        // a number past any the parameter takes: the range, not only "out
+        // of range" (QA)
+        (
+            format!("/v1/sessions/{session}/entries?after=99999999999999999999"),
+            "`after` is out of range: it is larger than any value it takes; use \
+             ?after=SEQ (0 for the first page)&limit=N (1 to 1000)",
+        ),
+        (
+            "/v1/bots/r/turns?limit=-99999999999999999999".to_owned(),
+            "`limit` is out of range: it is smaller than any value it takes; use ?limit=N (1 to \
+             100)",
         ),
         (
             "/v1/bots/r/turns?limit=".to_owned(),
