@@ -14,6 +14,7 @@ use botfleet_memory::SubagentStatus;
 
 use super::FleetHandle;
 use super::derived;
+use crate::engine::unanswered::Removal;
 use crate::engine::unanswered::newest_questions;
 use crate::engine::unanswered::removal_notice;
 use crate::error::ActorError;
@@ -119,7 +120,7 @@ impl FleetHandle {
             // after the cancels (the same mailbox as the reload): what is
             // still queued stays so, and the cancelled turn tells those it
             // read itself
-            self.tell_unanswered(b).await;
+            self.tell_unanswered(b, Removal::ByOwner).await;
         }
         // as stored (the store stamps `updated_at` as it writes)
         Ok(store.get_bot(bot).await?.unwrap_or(removed))
@@ -131,7 +132,7 @@ impl FleetHandle {
     /// `removed` that no answer will come (`engine/unanswered.rs`). A
     /// failure is logged: the removal stands, and the messages stay in the
     /// removed bot's sessions.
-    async fn tell_unanswered(&self, removed: &BotRecord) {
+    pub(crate) async fn tell_unanswered(&self, removed: &BotRecord, how: Removal) {
         let store = &self.rt.store;
         let pending = match store.pending_inbox(&removed.id).await {
             Ok(pending) => pending,
@@ -155,7 +156,7 @@ impl FleetHandle {
         // one notice for each bot and the conversation it wrote from, as
         // the cancelled turn sends: quoting its newest message there
         for question in newest_questions(&questions, |_, _| true) {
-            let sent = match removal_notice(store, removed, question).await {
+            let sent = match removal_notice(store, removed, question, how).await {
                 Ok(Some(req)) => self.rt.admit(req).await.map(|_| ()),
                 Ok(None) => Ok(()),
                 Err(e) => Err(e.into()),

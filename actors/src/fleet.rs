@@ -23,6 +23,7 @@ use ractor::ActorRef;
 use ractor::SupervisionEvent;
 
 use crate::bot::BotStatus;
+use crate::engine::unanswered::Removal;
 use crate::error::ActorError;
 use crate::error::Result;
 use crate::router::RouterActor;
@@ -376,7 +377,21 @@ impl FleetHandle {
         let _ = fleet.cast(FleetMsg::Recover { found: Some(found) });
         // fact extractions a crash or a stop cut off (background, bounded)
         drop(crate::memory::resume_owed_extractions(rt.clone()));
-        Ok(Self { rt, fleet, board })
+        let handle = Self { rt, fleet, board };
+        // a bot whose message waits in the queue of a bot this config
+        // dropped is told no answer comes, as when an owner removes a made
+        // bot: else one that ended its turn waiting for the answer never
+        // woke (its subagents, removed with it, the same way)
+        for b in all.values() {
+            let newly = b.removed_at().is_some()
+                && before
+                    .get(&b.id)
+                    .is_some_and(|was| was.removed_at().is_none());
+            if newly {
+                handle.tell_unanswered(b, Removal::FromConfig).await;
+            }
+        }
+        Ok(handle)
     }
 
     /// The shared runtime.

@@ -138,6 +138,9 @@ prompts! {
     /// The event that wakes a bot whose message another bot's removal by
     /// its owner left unanswered.
     agent_removed_unanswered => "agent_removed_unanswered.md",
+    /// The same event for a message that waited in the queue of a bot a
+    /// start found no longer in the fleet file.
+    agent_removed_from_config_unanswered => "agent_removed_from_config_unanswered.md",
     /// Notice of a turn cancelled, before it answered a person, by its
     /// owner's removal of its bot.
     turn_cancelled_removed => "turn_cancelled_removed.md",

@@ -27,6 +27,11 @@ steps = [ { tool = "SendToAgent", args = { agent = "b", text = "are you there?" 
           { tool = "SendMessage", args = { text = "asked b" } } ]
 
 [[rule]]
+bot = "r"
+match = "bot_removed:b"
+steps = [ { tool = "SendMessage", args = { text = "no answer: {{input}}" } } ]
+
+[[rule]]
 bot = "b"
 match = "slow topic"
 steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "b, much later" } } ]
@@ -55,6 +60,65 @@ async fn talk(host: &TestHost, bot: &str, text: &str, key: &str) -> String {
         .await;
     assert_eq!(end["status"], "completed", "{end}");
     session
+}
+
+/// A bot whose message waited in the queue of a bot the fleet file then
+/// dropped is told at the start that no answer comes, and tells its
+/// person; once (QA leftover: only an owner's removal of a made bot told
+/// the asker, and one that ended its turn waiting never woke).
+#[tokio::test]
+async fn a_bot_whose_message_waits_for_a_bot_the_config_drops_is_told() {
+    let tools = &["SendMessage", "SendToAgent"];
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", tools)
+        .bot("b", "s", tools)
+        .start()
+        .await;
+    // b is busy with a person's long turn, so r's message waits in its queue
+    let (status, slow) = host.send("b", "slow topic", Some("k0")).await;
+    assert_eq!(status, 202, "{slow}");
+    host.wait_running("b").await;
+    let r_dm = talk(&host, "r", "ask b", "k1").await;
+
+    let fleet = host.shutdown().await.without_bot("b");
+    fleet.write();
+    let host = restart(fleet).await;
+    let told = host
+        .wait_for(&r_dm, |es| {
+            deliveries(es)
+                .into_iter()
+                .find(|d| d.starts_with("no answer"))
+                .map(Value::from)
+        })
+        .await;
+    let told = told.as_str().unwrap();
+    assert!(
+        told.contains("b was taken out of the fleet's config before it answered your message")
+            && told.contains("are you there?"),
+        "{told}"
+    );
+    // a later start with the same config does not tell it again
+    let fleet = host.shutdown().await;
+    let host = restart(fleet).await;
+    let (status, v) = host.send("r", "hello", Some("k2")).await;
+    assert_eq!(status, 202, "{v}");
+    host.wait_turn_end(&r_dm, v["seq"].as_i64().unwrap()).await;
+    let entries = host.entries(&r_dm).await;
+    let events = entries
+        .iter()
+        .filter(|e| e["kind"] == "event" && e["origin"] == "bot_removed:b")
+        .count();
+    assert_eq!(events, 1, "{entries:#?}");
+    assert_eq!(
+        deliveries(&entries)
+            .iter()
+            .filter(|d| d.starts_with("no answer"))
+            .count(),
+        1,
+        "{entries:#?}"
+    );
+    host.shutdown().await;
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use botfleet_memory::BotRecord;
 use botfleet_memory::InputDigest;
 use botfleet_memory::SubagentRecord;
 
+use crate::engine::unanswered::Removal;
 use crate::engine::unanswered::newest_questions;
 use crate::engine::unanswered::removal_notice;
 
@@ -316,7 +317,9 @@ impl Runner {
         });
         let mut out = Vec::new();
         for question in questions {
-            if let Some(req) = removal_notice(&self.rt.store, removed, question).await? {
+            if let Some(req) =
+                removal_notice(&self.rt.store, removed, question, Removal::ByOwner).await?
+            {
                 out.push(Mutation::Admit(Box::new(req)));
             }
         }

@@ -1,7 +1,8 @@
 //! The event that tells a bot its message will get no answer: the bot it
 //! wrote to was removed by its owner (`DELETE /v1/bots/{bot}`) before it
 //! answered, in the turn the removal cancelled or while the message still
-//! waited in its queue.
+//! waited in its queue; or a start found it no longer in the fleet file
+//! while the message waited in its queue.
 //!
 //! The asker may have ended its turn right after sending, telling its
 //! person it would report back (`awaiting_replies`): with no answer and no
@@ -30,6 +31,15 @@ use crate::prompts::prompts;
 /// The origin of the event, followed by the removed bot's id.
 const ORIGIN: &str = "bot_removed:";
 
+/// How the bot that will not answer was removed: the words of the notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Removal {
+    /// Its owner removed it (`DELETE /v1/bots/{bot}`).
+    ByOwner,
+    /// The fleet file no longer lists it (a start marked it removed).
+    FromConfig,
+}
+
 /// The event to the bot that wrote `question` (an `AgentMessage` to
 /// `removed`), saying `removed` will not answer it: `None` for any other
 /// entry, and for a sender that is gone, removed too, or another user's
@@ -42,6 +52,7 @@ pub(crate) async fn removal_notice(
     store: &Store,
     removed: &BotRecord,
     question: &Entry,
+    how: Removal,
 ) -> Result<Option<AdmitRequest>, StoreError> {
     let EntryKind::AgentMessage {
         from,
@@ -68,8 +79,11 @@ pub(crate) async fn removal_notice(
         },
         None => own_key(&asker.id, &removed.id),
     };
-    let notice = prompts()
-        .agent_removed_unanswered
+    let prompt = match how {
+        Removal::ByOwner => &prompts().agent_removed_unanswered,
+        Removal::FromConfig => &prompts().agent_removed_from_config_unanswered,
+    };
+    let notice = prompt
         .render(&[
             ("bot", removed.id.as_str()),
             ("asked", &botfleet_memory::quote_short(text)),
