@@ -377,6 +377,57 @@ fn assert_fact_kept(server: &OpenAiServer, window: usize) -> (bool, usize, usize
     (dropped, compactions.len(), turns.len())
 }
 
+/// Regression (QA, 2026-12-06): with a window of 20, a plain turn's six
+/// entries passed the quarter window a summary leaves verbatim, and every
+/// summary took the person's last message: the next request went from
+/// the summary straight to the bot's reply to a message it no longer
+/// showed. The newest message now stays with its turn, up to half the
+/// window.
+#[tokio::test]
+async fn a_summary_keeps_the_newest_message_with_the_reply_to_it() {
+    let (server, host) = tool_heavy_fleet(20, false).await;
+    for i in 0..8 {
+        // (a FACT message is answered at once: a plain turn)
+        let (status, sent) = host.send("r", &format!("FACT-{i} a note"), None).await;
+        assert_eq!(status, 202, "{sent}");
+        let session = sent["session"].as_str().unwrap();
+        let end = host
+            .wait_turn_end(session, sent["seq"].as_i64().unwrap())
+            .await;
+        assert_eq!(end["status"], "completed", "{end}");
+    }
+    let mut summarised = 0;
+    for request in server.requests().iter().filter(|r| !is_compaction(&r.body)) {
+        let messages = request.messages();
+        let summary = messages.iter().position(|m| {
+            m["role"] == "user"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("Summary of the earlier part"))
+        });
+        if let Some(at) = summary {
+            summarised += 1;
+            // the person's message after the summary: its own message, or
+            // joined to the summary's (user messages alternate with the
+            // bot's), in their words
+            let next = &messages[at + 1];
+            let said = if next["role"] == "user" {
+                next
+            } else {
+                &messages[at]
+            };
+            assert!(
+                said["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(" a note")),
+                "after the summary, the bot's words before what they answer: {messages:#?}"
+            );
+        }
+    }
+    assert!(summarised > 0, "no request had a summary");
+    host.shutdown().await;
+}
+
 /// Regression: turns of many tool calls pushed entries out of the
 /// `runtime.context_entries` window before any summary covered them (the
 /// newest 4 inputs were never summarised, whatever the window): a fact

@@ -17,12 +17,14 @@
 //! inputs yields to the window (a turn of many tool calls can hold more
 //! entries than the window; kept out of the summary, they left the window
 //! unsummarised), and to a token budget (a quarter of `compact_at_tokens`)
-//! down to the newest input. It never ends among the results of a step it covers,
-//! and never at or after a running turn's first input (`keep_from`).
-//! So after a compaction the next window starts at or before the first
-//! entry the summary does not cover: a quarter window is kept, and the
-//! window is cut only once three quarters more have been written (see
-//! `tail.rs` for when compaction runs).
+//! down to the newest input; the newest input with what followed it stays
+//! up to half the window. It never ends among the results of a step it
+//! covers, and never at or after a running turn's first input
+//! (`keep_from`). So after a compaction the next window starts at or
+//! before the first entry the summary does not cover: a quarter window is
+//! kept (half at most, for the newest input's turn), and the window is cut
+//! only once the rest has been written (see `tail.rs` for when compaction
+//! runs).
 //!
 //! How much one compaction sends, asks for and keeps is bounded by the
 //! provider's `compact_at_tokens` (`compaction_bounds.rs`): the entries
@@ -166,6 +168,14 @@ pub(crate) fn verbatim_budget(window: usize) -> i64 {
     i64::try_from(window / 4).unwrap_or(i64::MAX).max(1)
 }
 
+/// Entries a summary leaves verbatim at most to keep the newest input
+/// with what followed it: half the window, the most that stays without
+/// making the next background compaction due at once
+/// (`SessionTail::unsummarised_past`).
+fn newest_input_budget(window: usize) -> i64 {
+    i64::try_from(window / 2).unwrap_or(i64::MAX).max(1)
+}
+
 /// [`cut_within`] with no token bound on what stays verbatim.
 #[cfg(test)]
 pub(crate) fn cut_at(
@@ -182,11 +192,15 @@ pub(crate) fn cut_at(
 /// summary, oldest first) covers, `None` when that is nothing new: every
 /// entry but the newest `keep_inputs` inputs and what follows them, and at
 /// most [`verbatim_budget`] entries kept (fewer inputs are kept when they
-/// span more; when the newest input alone spans more, the cut falls inside
-/// its turn); with `verbatim` (tokens and tokenizer), fewer inputs are kept
-/// too when they hold more tokens, but never fewer than the newest input
-/// (no input before the window's quarter: the newest entries within the
-/// tokens); then through the results of every call it covers (a result
+/// span more); the newest input with what follows it is kept up to
+/// [`newest_input_budget`] entries, and only when it spans more does the
+/// cut fall inside its turn (QA, 2026-12-06: with a window of 20, a plain
+/// turn's six entries passed its quarter, and every summary took the
+/// person's last message, leaving the bot's reply to it verbatim after
+/// the summary, answering nothing the model could see); with `verbatim`
+/// (tokens and tokenizer), fewer inputs are kept too when they hold more
+/// tokens, but never fewer than the newest input (none that far: the
+/// newest entries within the tokens); then through the results of every call it covers (a result
 /// without its call is dropped from the context, so it would be in
 /// neither); never from `keep_from` on (a running turn's inputs and
 /// entries).
@@ -200,6 +214,7 @@ pub(crate) fn cut_within(
 ) -> Option<i64> {
     let newest = entries.last()?.seq;
     let oldest_verbatim = newest.saturating_sub(verbatim_budget(window)) + 1;
+    let oldest_newest_input = newest.saturating_sub(newest_input_budget(window)) + 1;
     let oldest_in_tokens = verbatim.map_or(i64::MIN, |(budget, encoding)| {
         bounds::oldest_within(entries, budget, encoding)
     });
@@ -217,7 +232,12 @@ pub(crate) fn cut_within(
         // the token bound never takes the newest input: a person's
         // newest message stays in their words (a huge one is the
         // context's to clip, not the summary's to replace)
-        .or_else(|| recent.last().copied().filter(|&seq| seq >= oldest_verbatim))
+        .or_else(|| {
+            recent
+                .last()
+                .copied()
+                .filter(|&seq| seq >= oldest_newest_input)
+        })
         .unwrap_or(floor);
     let mut cut = first_kept - 1;
     // through the results of the calls it covers (those of a covered step

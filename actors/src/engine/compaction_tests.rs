@@ -102,8 +102,9 @@ fn the_newest_inputs_stay_verbatim_when_they_fit_a_quarter_window() {
 /// Regression: turns of many tool calls. The newest 4 inputs spanned
 /// more entries than the window, and staying out of every summary they
 /// left the window unsummarised. Now at most a quarter window is kept:
-/// fewer inputs, or, when the newest input alone spans more, the end
-/// of its turn — never a result without its call.
+/// fewer inputs, or the newest input with its turn up to half the window,
+/// or, when the newest input alone spans more, the end of its turn —
+/// never a result without its call.
 #[test]
 fn recent_inputs_yield_to_the_window() {
     // 6 turns of 11 entries (8 calls): inputs at 1, 12, 23, 34, 45, 56
@@ -111,9 +112,14 @@ fn recent_inputs_yield_to_the_window() {
     let newest = entries.last().unwrap().seq;
     assert_eq!(newest, 66);
     // the old rule kept inputs 23 on: 44 entries, more than a window of 40
-    // a window of 40 keeps 10 at most: the newest input spans 11, so
-    // the cut falls inside its turn
-    assert_eq!(cut_at(&entries, 0, 4, 40, None), Some(56));
+    // a window of 40 keeps 10 at most, but the newest input with its
+    // turn up to 20: it spans 11, and stays (QA, 2026-12-06: a summary
+    // took the person's last message and left the reply to it)
+    assert_eq!(cut_at(&entries, 0, 4, 40, None), Some(55));
+    // a window of 20 keeps the newest input with its turn up to 10: it
+    // spans 11, so the cut falls inside its turn, through the results of
+    // the step it covers
+    assert_eq!(cut_at(&entries, 0, 4, 20, None), Some(65));
     // a window of 100 keeps 25: the newest two inputs (45 and 56)
     assert_eq!(cut_at(&entries, 0, 4, 100, None), Some(44));
     // a window of 12 keeps 3 at most, and the cut never ends among the

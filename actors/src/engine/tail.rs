@@ -22,9 +22,10 @@
 //! That is the guarantee; the background compaction after a turn, once
 //! more than half the window is unsummarised
 //! ([`SessionTail::unsummarised_past`]), makes it rarely needed: after a
-//! compaction at most a quarter window stays unsummarised (a running
-//! turn's inputs and entries aside), so the window only cuts into
-//! unsummarised entries after three quarters more were written. Cost
+//! compaction at most a quarter window stays unsummarised (half for the
+//! newest input with its turn; a running turn's inputs and entries aside),
+//! so the window only cuts into unsummarised entries after at least half
+//! a window more was written. Cost
 //! stays bounded: within a turn the window only grows (a turn compacts
 //! for the window at most once, at its first request), a compaction
 //! leaves at most a quarter window for the next, and after one that
@@ -248,7 +249,8 @@ impl SessionTail {
     /// leave the window (a person's constraint said early in a chat of
     /// short messages dropped out with no summary keeping it, as tokens
     /// never reached the threshold). A summary leaves at most a quarter
-    /// window unsummarised, so this asks again only after another quarter.
+    /// window unsummarised (half for the newest input with its turn), so
+    /// this asks again only after another quarter (or after the next turn).
     pub(crate) fn unsummarised_past(&self, window: usize) -> bool {
         let window = i64::try_from(window).unwrap_or(i64::MAX);
         let newest = self.newest_seq();
