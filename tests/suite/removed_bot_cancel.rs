@@ -6,8 +6,6 @@
 
 use serde_json::Value;
 
-use crate::support::fleet::deliveries;
-
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
@@ -147,15 +145,7 @@ async fn remove_helper(host: &TestHost) {
 /// no answer will come, in the conversation it asked from, and tells its
 /// person (QA: the asker was never woken, its person waited for good).
 async fn the_asker_hears(host: &TestHost, maker_dm: &str) {
-    let told = host
-        .wait_for(maker_dm, |es| {
-            deliveries(es)
-                .into_iter()
-                .find(|d| d.starts_with("no answer"))
-                .map(Value::from)
-        })
-        .await;
-    let told = told.as_str().unwrap();
+    let told = host.wait_delivery(maker_dm, "no answer").await;
     assert!(
         told.contains("helper was removed by its owner before it answered your message")
             && told.contains("ponder deeply"),

@@ -62,19 +62,24 @@ async fn talk(host: &TestHost, bot: &str, text: &str, key: &str) -> String {
     session
 }
 
+/// A host with alice's bots `r` and `b`, which may message each other.
+async fn r_and_b() -> TestHost {
+    let tools = &["SendMessage", "SendToAgent"];
+    TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", tools)
+        .bot("b", "s", tools)
+        .start()
+        .await
+}
+
 /// A bot whose message waited in the queue of a bot the fleet file then
 /// dropped is told at the start that no answer comes, and tells its
 /// person; once (QA leftover: only an owner's removal of a made bot told
 /// the asker, and one that ended its turn waiting never woke).
 #[tokio::test]
 async fn a_bot_whose_message_waits_for_a_bot_the_config_drops_is_told() {
-    let tools = &["SendMessage", "SendToAgent"];
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", tools)
-        .bot("b", "s", tools)
-        .start()
-        .await;
+    let host = r_and_b().await;
     // b is busy with a person's long turn, so r's message waits in its queue
     let (status, slow) = host.send("b", "slow topic", Some("k0")).await;
     assert_eq!(status, 202, "{slow}");
@@ -84,15 +89,7 @@ async fn a_bot_whose_message_waits_for_a_bot_the_config_drops_is_told() {
     let fleet = host.shutdown().await.without_bot("b");
     fleet.write();
     let host = restart(fleet).await;
-    let told = host
-        .wait_for(&r_dm, |es| {
-            deliveries(es)
-                .into_iter()
-                .find(|d| d.starts_with("no answer"))
-                .map(Value::from)
-        })
-        .await;
-    let told = told.as_str().unwrap();
+    let told = host.wait_delivery(&r_dm, "no answer").await;
     assert!(
         told.contains("b was taken out of the fleet's config before it answered your message")
             && told.contains("are you there?"),
@@ -123,13 +120,7 @@ async fn a_bot_whose_message_waits_for_a_bot_the_config_drops_is_told() {
 
 #[tokio::test]
 async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_again() {
-    let tools = &["SendMessage", "SendToAgent"];
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", tools)
-        .bot("b", "s", tools)
-        .start()
-        .await;
+    let host = r_and_b().await;
     let b_dm = talk(&host, "b", "hello", "k1").await;
     let (status, v) = host
         .post_raw(
@@ -378,7 +369,10 @@ async fn a_bot_removed_from_the_config_takes_no_more_work_until_it_is_listed_aga
     assert_eq!(status, 409, "{v:?}");
 
     // listed again, it answers
-    let fleet = host.shutdown().await.bot("b", "s", tools);
+    let fleet = host
+        .shutdown()
+        .await
+        .bot("b", "s", &["SendMessage", "SendToAgent"]);
     fleet.write();
     let host = restart(fleet).await;
     let (_, list) = host.get("/v1/bots", TOKEN).await;
@@ -651,7 +645,10 @@ steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
         "{ended:#?}"
     );
     // listed again, its cut-off turn resumes and speaks: held
-    let fleet = host.shutdown().await.bot("b", "s", tools);
+    let fleet = host
+        .shutdown()
+        .await
+        .bot("b", "s", &["SendMessage", "SendToAgent"]);
     fleet.write();
     let host = restart(fleet).await;
     let member = SessionKey {
