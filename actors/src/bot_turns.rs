@@ -6,6 +6,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use botfleet_memory::InboxItem;
 use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 
@@ -408,6 +409,14 @@ impl BotState {
                         None
                     }
                     Some(_) => {
+                        // inputs the run did not take (the crash limit
+                        // failed only some of a new turn's: `count_start`)
+                        let held_back: Vec<QueuedInput> = report
+                            .requeue
+                            .into_iter()
+                            .map(|item| QueuedInput { item, entry: None })
+                            .collect();
+                        self.queue.requeue(held_back);
                         self.crashes.remove(&turn);
                         None
                     }
@@ -475,10 +484,13 @@ impl BotState {
     }
 }
 
-/// Runs `plan` once its start is counted ([`count_start`]).
+/// Runs `plan` once its start is counted ([`count_start`]); the inputs it
+/// held back go back to the bot's queue with the report.
 async fn run_counted(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
-    let plan = count_start(&rt, plan).await;
-    run_turn(rt, plan).await
+    let (plan, held_back) = count_start(&rt, plan).await;
+    let mut report = run_turn(rt, plan).await;
+    report.requeue.extend(held_back);
+    report
 }
 
 /// Counts the start of a turn over inputs read back from the inbox
@@ -497,13 +509,18 @@ async fn run_counted(rt: Arc<Runtime>, plan: TurnPlan) -> TurnReport {
 /// counting it would cost a write at the start of every turn.) A count
 /// the store does not take leaves the turn as planned: its own writes
 /// meet the same refusal.
-async fn count_start(rt: &Runtime, mut plan: TurnPlan) -> TurnPlan {
+///
+/// Only the inputs past the limit fail: of a new turn, the others are
+/// held back (returned), to run in a turn of their own after it. (QA: a
+/// delivery that came during a crash loop, started once, failed with the
+/// one that had crashed the host three times, never shown to the model.)
+async fn count_start(rt: &Runtime, mut plan: TurnPlan) -> (TurnPlan, Vec<InboxItem>) {
     let inputs = match &plan.kind {
         PlanKind::New { inputs } | PlanKind::Resume { inputs } => inputs,
-        PlanKind::Fail { .. } | PlanKind::Compact => return plan,
+        PlanKind::Fail { .. } | PlanKind::Compact => return (plan, Vec::new()),
     };
     if !inputs.iter().any(|(_, entry)| entry.is_none()) {
-        return plan;
+        return (plan, Vec::new());
     }
     // a bot paused by its daily token budget holds the turn without a
     // model call: a start cut off then is no crash of the turn (QA: four
@@ -513,40 +530,55 @@ async fn count_start(rt: &Runtime, mut plan: TurnPlan) -> TurnPlan {
         crate::engine::stored_budget_pause(&rt.store, &plan.bot).await,
         Ok(Some(_))
     ) {
-        return plan;
+        return (plan, Vec::new());
     }
     let count = Mutation::CountStart {
         bot: plan.bot.id.clone(),
         inputs: inputs.iter().map(|(item, _)| item.gid).collect(),
     };
-    let starts = match rt.store.write(vec![count]).await {
-        Ok(mut results) => {
-            if let Some(MutationResult::Attempts(n)) = results.pop() {
-                n
-            } else {
-                0
-            }
-        }
+    let counts = match rt.store.write(vec![count]).await {
+        Ok(mut results) => match results.pop() {
+            Some(MutationResult::StartCounts(counts)) => counts,
+            _ => Vec::new(),
+        },
         Err(e) => {
             tracing::warn!(bot = %plan.bot.id, turn = %plan.turn, error = %e, "could not count a turn's start");
-            return plan;
+            return (plan, Vec::new());
         }
     };
-    if starts <= rt.settings.max_turn_attempts {
-        return plan;
-    }
-    tracing::warn!(bot = %plan.bot.id, turn = %plan.turn, starts,
+    let limit = rt.settings.max_turn_attempts;
+    let past: HashSet<i64> = counts
+        .iter()
+        .filter(|&&(_, n)| n > limit)
+        .map(|&(gid, _)| gid)
+        .collect();
+    let Some(starts) = counts.iter().map(|&(_, n)| n).filter(|&n| n > limit).max() else {
+        return (plan, Vec::new());
+    };
+    tracing::warn!(bot = %plan.bot.id, turn = %plan.turn, starts, failing = past.len(),
         "a turn over these inputs was cut off before its first step at each of its last starts: failing it");
     let error = format!(
         "the turn crashed at least {} times in a row before its first step",
         starts - 1
     );
     let kind = std::mem::replace(&mut plan.kind, PlanKind::Compact);
+    let mut held_back = Vec::new();
     plan.kind = match kind {
-        PlanKind::New { inputs } | PlanKind::Resume { inputs } => PlanKind::Fail { error, inputs },
+        PlanKind::New { inputs } => {
+            let (failing, rest): (Vec<_>, Vec<_>) = inputs
+                .into_iter()
+                .partition(|(item, _)| past.contains(&item.gid));
+            held_back = rest.into_iter().map(|(item, _)| item).collect();
+            PlanKind::Fail {
+                error,
+                inputs: failing,
+            }
+        }
+        // a stored turn's inputs are its own: they fail together
+        PlanKind::Resume { inputs } => PlanKind::Fail { error, inputs },
         other @ (PlanKind::Fail { .. } | PlanKind::Compact) => other,
     };
-    plan
+    (plan, held_back)
 }
 
 /// Whether `input` is a room coordinator's input to this bot: by its entry

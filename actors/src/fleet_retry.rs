@@ -169,6 +169,7 @@ impl FleetHandle {
                 | MutationResult::Admitted(_)
                 | MutationResult::Appended { .. }
                 | MutationResult::Attempts(_)
+                | MutationResult::StartCounts(_)
                 | MutationResult::Limited { .. }
                 | MutationResult::Memory(_)
                 | MutationResult::ApprovalRequested(_)

@@ -66,12 +66,27 @@ struct Restarted {
 
 impl Restarted {
     fn new(server: &OpenAiServer, max: i64) -> Self {
-        let fleet = TestFleet::new()
+        Self::of(Self::fleet(server, max))
+    }
+
+    /// The same, `r` with the webhook `gh` of `resume_order`.
+    fn with_hook(server: &OpenAiServer, max: i64) -> Self {
+        Self::of(Self::fleet(server, max).bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{}\"\n",
+            super::resume_order::SECRET
+        )))
+    }
+
+    fn fleet(server: &OpenAiServer, max: i64) -> TestFleet {
+        TestFleet::new()
             .runtime(&format!(
                 "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\nmax_turn_attempts = {max}\n"
             ))
             .openai("main", &server.base_url(), "max_retries = 0")
-            .bot("r", "main", &["SendMessage"]);
+            .bot("r", "main", &["SendMessage"])
+    }
+
+    fn of(fleet: TestFleet) -> Self {
         let path = fleet.write();
         let log = fleet.path().join("host.log");
         Self {
@@ -248,4 +263,62 @@ pub(super) async fn until_its_bot_saw_the_end(client: &botfleet::client::Client)
         }
     })
     .await;
+}
+
+/// Regression (QA, 2026-12-06): webhook deliveries that came during a
+/// crash loop joined the turn over the one that crashed the host, and
+/// failed with it at the limit, never shown to the model, though they had
+/// been started fewer times. Only the inputs past the limit fail; the
+/// others run in a turn of their own.
+#[tokio::test]
+async fn only_the_inputs_past_the_crash_limit_fail() {
+    use super::resume_order::hook;
+    let (server, _gates) = held_model(2).await;
+    let fleet = Restarted::with_hook(&server, 2);
+    let session = super::resume_order::hook_session();
+    let mut host = fleet.start().await;
+    // a's first start (read back: it woke its bot) asks the model, which
+    // never answers; b waits behind it (a delivery interrupts nothing)
+    let qa = hook(&host.url, "d-a", "qa").await;
+    requests(&server, 1).await;
+    let qb = hook(&host.url, "d-b", "qb").await;
+    host.kill9().await;
+    // one turn over both: a's second start, b's first
+    host = fleet.start().await;
+    requests(&server, 2).await;
+    host.kill9().await;
+    // a's third start is past the limit (2), b's second is not
+    host = fleet.start().await;
+    let es = poll(30, async || {
+        let es = entries(&host.url, &session).await;
+        if turn_ended(qb)(&es) {
+            Ok(es)
+        } else {
+            Err(format!(
+                "b's turn has not ended (model requests: {}): {es:#?}",
+                server.request_count()
+            ))
+        }
+    })
+    .await;
+    let ends: Vec<&Value> = es.iter().filter(|e| e["kind"] == "turn_end").collect();
+    assert_eq!(ends.len(), 2, "{es:#?}");
+    assert_eq!(ends[0]["status"], "failed", "{es:#?}");
+    assert_eq!(ends[0]["inputs"], json!([qa]), "{es:#?}");
+    assert_eq!(ends[1]["status"], "completed", "{es:#?}");
+    assert_eq!(ends[1]["inputs"], json!([qb]), "{es:#?}");
+    // b's turn asked the model about b, and sent its answer (to alice's
+    // DM, as a webhook turn's messages go)
+    let asked = server.requests()[2].messages().to_vec();
+    let last_user = asked.iter().rev().find(|m| m["role"] == "user").unwrap();
+    assert!(
+        last_user["content"].as_str().unwrap().contains("qb-marker"),
+        "{asked:#?}"
+    );
+    let sent = es
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "SendMessage")
+        .count();
+    assert_eq!(sent, 1, "{es:#?}");
+    host.kill9().await;
 }

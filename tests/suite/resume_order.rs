@@ -19,7 +19,7 @@ use crate::support::openai_server::last_message;
 use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
-const SECRET: &str = "a-hook-secret-of-some-length";
+pub(super) const SECRET: &str = "a-hook-secret-of-some-length";
 
 /// The model: a message (last in the request) is answered with
 /// SendMessage "got <marker>" (`qa`, `qb`, or `dm` for a person's
@@ -63,7 +63,7 @@ fn hook_fleet(server: &OpenAiServer) -> TestFleet {
 }
 
 /// The id of `r`'s webhook session.
-fn hook_session() -> String {
+pub(super) fn hook_session() -> String {
     botfleet_memory::SessionKey {
         bot: botfleet_memory::BotId::new("r").unwrap(),
         kind: botfleet_memory::SessionKind::Hook,
@@ -74,7 +74,7 @@ fn hook_session() -> String {
 }
 
 /// Posts a signed webhook delivery with `marker` in its payload; its seq.
-async fn hook(url: &str, delivery: &str, marker: &str) -> i64 {
+pub(super) async fn hook(url: &str, delivery: &str, marker: &str) -> i64 {
     let body = json!({ "note": format!("{marker}-marker") }).to_string();
     let resp = reqwest::Client::new()
         .post(format!("{url}/v1/hooks/r/gh"))

@@ -90,8 +90,11 @@ pub enum Mutation {
     /// its bot, or is no crash), and a clean close of the store takes
     /// back what it counted for inputs still pending; the turn whose row
     /// takes an input (`StartTurn`) sets its count back to 0. Answers
-    /// `Attempts` with the highest count among the inputs still pending
-    /// (0 when none is).
+    /// `StartCounts` with the count of each input still pending (one no
+    /// longer pending is left out): a turn over inputs of different counts
+    /// fails only those past the limit (QA: deliveries that came during a
+    /// crash loop, started once or twice, failed with the one that had
+    /// crashed the host three times).
     CountStart {
         /// The inputs' bot.
         bot: BotId,
@@ -472,6 +475,9 @@ pub enum MutationResult {
     },
     /// The attempt count after a bump.
     Attempts(i64),
+    /// What [`Mutation::CountStart`] counted: each input still pending, by
+    /// its gid, with its count of starts, in the order given.
+    StartCounts(Vec<(i64, i64)>),
     /// How many rows a maintenance mutation touched.
     Count(usize),
     /// A retry of a subagent's task was refused: its parent already has

@@ -510,7 +510,7 @@ impl Writer {
 
     /// [`Mutation::CountStart`]: one more start of a turn over each of
     /// `inputs` still pending, unless this writer counted it already
-    /// (once per process); the highest count among them.
+    /// (once per process); the count of each.
     fn count_start(&self, bot: &BotId, inputs: &[i64]) -> Result<MutationResult> {
         let mut bump = self.conn.prepare_cached(
             "UPDATE inbox SET starts = starts + 1
@@ -519,7 +519,7 @@ impl Writer {
         let mut read = self.conn.prepare_cached(
             "SELECT starts FROM inbox WHERE gid = ?1 AND bot_id = ?2 AND turn_id IS NULL",
         )?;
-        let mut most = 0;
+        let mut counts = Vec::with_capacity(inputs.len());
         for gid in inputs {
             let stmt = if self.counted_start(*gid) {
                 &mut read
@@ -529,9 +529,11 @@ impl Writer {
             let starts: Option<i64> = stmt
                 .query_row(params![gid, bot.as_str()], |r| r.get(0))
                 .optional()?;
-            most = most.max(starts.unwrap_or(0));
+            if let Some(starts) = starts {
+                counts.push((*gid, starts));
+            }
         }
-        Ok(MutationResult::Attempts(most))
+        Ok(MutationResult::StartCounts(counts))
     }
 }
 

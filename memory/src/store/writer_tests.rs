@@ -110,15 +110,18 @@ async fn a_clean_close_takes_back_the_starts_of_running_turns() -> TestResult {
     Ok(())
 }
 
-/// `CountStart` of `r`'s `inputs`: the count it answers.
+/// `CountStart` of `r`'s `inputs`: the highest count it answers (0 when
+/// none is pending).
 async fn count_start(store: &Store, inputs: &[i64]) -> Result<i64, Box<dyn std::error::Error>> {
     let count = Mutation::CountStart {
         bot: BotId::new("r")?,
         inputs: inputs.to_vec(),
     };
     match store.write(vec![count]).await?.pop() {
-        Some(MutationResult::Attempts(n)) => Ok(n),
-        other => Err(format!("expected a count, got {other:?}").into()),
+        Some(MutationResult::StartCounts(counts)) => {
+            Ok(counts.iter().map(|&(_, n)| n).max().unwrap_or(0))
+        }
+        other => Err(format!("expected counts, got {other:?}").into()),
     }
 }
 
