@@ -243,12 +243,17 @@ fn is_cjk(c: char) -> bool {
     )
 }
 
-/// The `@` (or `＠`) mentions of `text`, in order, as written.
+/// The `@` (or `＠`) mentions of `text`, in order, as written. An `@` right
+/// after a letter, a digit, `_` or `-` is an address's (`bob@example.com`),
+/// not a mention; after a `.` it is one (`@Alpha.@Beta`: an address's
+/// local part never ends with a dot; QA, the second mention was dropped
+/// unreported).
 pub fn mentions(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut prev: Option<char> = None;
     for (i, c) in text.char_indices() {
-        if matches!(c, '@' | '＠') && prev.is_none_or(|p| !is_name_char(p) || is_cjk(p)) {
+        if matches!(c, '@' | '＠') && prev.is_none_or(|p| !is_name_char(p) || p == '.' || is_cjk(p))
+        {
             let rest = &text[i + c.len_utf8()..];
             let end = rest
                 .char_indices()

@@ -12,6 +12,9 @@ fn finds_mentions_but_not_emails() {
         vec!["a", "B", "c-d"]
     );
     assert_eq!(mentions("@张三 你好"), vec!["张三"]);
+    // after a sentence's dot, another mention (QA: `@Beta` was dropped)
+    assert_eq!(mentions("@Alpha.@Beta"), vec!["Alpha", "Beta"]);
+    assert_eq!(mentions("x@Alpha.com a_@b c-@d"), Vec::<&str>::new());
 }
 
 /// Mentions as Chinese users type them: right after a CJK character,
