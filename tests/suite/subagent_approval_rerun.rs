@@ -2,8 +2,9 @@
 //! finished without (its Shell call was refused "pending", it reported
 //! what it had) runs the subagent again: it is `running` again while it
 //! does, and it counts against its parent's `runtime.max_subagents` like
-//! a new task; a parent already at the limit has the decision refused
-//! (`409`, naming the limit), and the approval stays pending.
+//! a new task; a parent already at the limit has an approval refused
+//! (`409`, naming the limit), and the approval stays pending; a denial
+//! goes through.
 //!
 //! (QA, 2026-12-05: it ran while CheckSubagent, the bot list and its
 //! session said `done`, and a parent at the limit had one more running.)
@@ -143,6 +144,48 @@ async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
     assert_eq!(status, 200, "{decided}");
     let again = subagent(&host, "risky", "running").await;
     assert_eq!(again["id"], risky.as_str(), "{again}");
+    host.shutdown().await;
+}
+
+/// A denial goes through with the parent at its limit: the safe choice is
+/// never held up (QA, 2026-12-06: `deny` was `409` naming the limit). The
+/// subagent runs once more, one over, to hear it.
+#[tokio::test]
+async fn a_denial_is_not_held_up_by_the_limit() {
+    let host = host().await;
+    let (_, end) = host.end_turn("p", "delegate risky").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let pending = host
+        .wait_get("/v1/approvals?status=pending", |v| {
+            v["approvals"].as_array()?.first().cloned()
+        })
+        .await;
+    let id = pending["id"].as_str().unwrap().to_owned();
+    let risky = subagent(&host, "risky", "done").await;
+    let (_, end) = host.end_turn("p", "delegate slow").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    subagent(&host, "slow", "running").await;
+
+    let (status, decided) = host
+        .post_raw(
+            &format!("/v1/approvals/{id}"),
+            Some(TOKEN),
+            None,
+            r#"{"decision":"deny"}"#,
+        )
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["approval"]["status"], "denied", "{decided}");
+    // it hears the denial in a run of its own: a second turn, ended
+    let turns = format!("/v1/bots/{}/turns", risky["id"].as_str().unwrap());
+    let turns = host
+        .wait_get(&turns, |v| {
+            let turns = v["turns"].as_array()?;
+            (turns.len() == 2 && turns.iter().all(|t| t["status"] == "completed"))
+                .then(|| v.clone())
+        })
+        .await;
+    assert_eq!(turns["turns"].as_array().unwrap().len(), 2, "{turns}");
     host.shutdown().await;
 }
 

@@ -314,21 +314,27 @@ pub async fn decide(
         decision,
         by: user.clone(),
     }];
-    // a finished subagent the decision runs again: counted against its
-    // parent's limit by the writer, as the decision commits
+    // a finished subagent the decision runs again: an approval counted
+    // against its parent's limit by the writer, as the decision commits; a
+    // denial is never held up by it (the safe choice always goes through:
+    // QA, a deny was refused while the parent ran its most subagents), its
+    // short run to hear it may be one over
     let rerun = finished_subagent(rt, &record, bot.as_ref(), session.key.kind).await?;
-    let bound = rerun.as_ref().map(|(parent, max)| {
+    if rerun.is_some() {
         before.push(Mutation::SetSubagentStatus {
             id: record.bot.clone(),
             status: SubagentStatus::Running,
             result: None,
         });
-        WriteLimit::RunningSubagents {
+    }
+    let bound = rerun
+        .as_ref()
+        .filter(|_| decision == ApprovalDecision::Approve)
+        .map(|(parent, max)| WriteLimit::RunningSubagents {
             parent: parent.clone(),
             subagent: record.bot.clone(),
             max: *max,
-        }
-    });
+        });
     let (results, outcome) = match rt.admit_after_within(before, event, bound).await {
         Ok(Some(r)) => r,
         Ok(None) => {
