@@ -147,3 +147,66 @@ async fn a_fleet_toml_bots_name_stays_taken_while_it_is_renamed() {
     assert_eq!(maker["name"], "maker-name", "{maker}");
     host.shutdown().await;
 }
+
+const SELF_CUT: &str = r#"
+[[rule]]
+bot = "maker"
+match = "^mkagent"
+steps = [
+  { tool = "CreateAgent", args = { id = "helper", name = "Helper", role = "Helps.", tools = ["SendMessage", "Read"] } },
+  { tool = "SendMessage", args = { text = "made" } },
+]
+
+[[rule]]
+bot = "maker"
+match = "^drop read"
+steps = [
+  { tool = "UpdateAgent", args = { agent = "maker", tools = ["SendMessage", "CreateAgent", "UpdateAgent"] } },
+  { tool = "SendMessage", args = { text = "dropped" } },
+]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
+"#;
+
+/// A fleet.toml bot that drops a tool of its own gets it back at the next
+/// start, but the bots it made keep the cut; the result says both
+/// (QA, 2026-12-06: after "until the host restarts" it named the cut
+/// bots without a word on it, and a model took their cut for undone by a
+/// restart too).
+#[tokio::test]
+async fn a_fleet_toml_bots_cut_of_its_own_tools_lasts_for_the_bots_it_made() {
+    let tools = &["SendMessage", "CreateAgent", "UpdateAgent", "Read"];
+    let host = TestFleet::new()
+        .script("s", SELF_CUT)
+        .bot("maker", "s", tools)
+        .start()
+        .await;
+    host.complete_turn("maker", "mkagent now").await;
+    let dm = host.complete_turn("maker", "drop read").await;
+    let result = host
+        .entries(&dm)
+        .await
+        .into_iter()
+        .find(|e| e["kind"] == "tool_result" && e["name"] == "UpdateAgent")
+        .and_then(|e| e["content"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    assert!(
+        result.contains("until the host restarts")
+            && result.ends_with(
+                "; the bots it made and its subagents keep only its tools, and keep that cut \
+                 after a restart (nothing gives them their tools back by itself): helper (now \
+                 SendMessage)"
+            ),
+        "{result}"
+    );
+
+    let host = restart(host.shutdown().await).await;
+    let tools_of = async |bot: &str| {
+        let (_, b) = host.get(&format!("/v1/bots/{bot}"), TOKEN).await;
+        b["tools"].clone()
+    };
+    assert_eq!(tools_of("maker").await, serde_json::json!(tools));
+    assert_eq!(tools_of("helper").await, serde_json::json!(["SendMessage"]));
+    host.shutdown().await;
+}

@@ -729,12 +729,25 @@ impl Tool for UpdateAgent {
             ));
         }
         if !followers.is_empty() {
-            let cut: Vec<String> = followers
+            // at most LISTED_FOLLOWERS (QA: a bot's 27 subagents,
+            // finished ones too, were all named)
+            let mut cut: Vec<String> = followers
                 .iter()
+                .take(LISTED_FOLLOWERS)
                 .map(|b| format!("{} (now {})", b.id, b.tools.join(", ")))
                 .collect();
+            if followers.len() > LISTED_FOLLOWERS {
+                cut.push(format!("and {} more", followers.len() - LISTED_FOLLOWERS));
+            }
+            // (QA: after "until the host restarts" above, a model took
+            // their cut for one a restart undoes too)
+            let lasting = if record.origin == "config" {
+                ", and keep that cut after a restart (nothing gives them their tools back by itself)"
+            } else {
+                ""
+            };
             content.push_str(&format!(
-                "; the bots it made and its subagents keep only its tools: {}",
+                "; the bots it made and its subagents keep only its tools{lasting}: {}",
                 cut.join("; ")
             ));
         }
@@ -752,6 +765,9 @@ impl Tool for UpdateAgent {
         })
     }
 }
+
+/// How many of the bots an UpdateAgent cut the tools of its result names.
+const LISTED_FOLLOWERS: usize = 20;
 
 /// How SendToAgent's result begins, before the id of the bot it went to.
 const DELIVERED_TO: &str = "delivered to ";

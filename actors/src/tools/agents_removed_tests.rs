@@ -230,3 +230,40 @@ async fn a_removed_made_bots_name_is_free_again_but_not_its_id() {
         "{err}"
     );
 }
+
+/// The result of a cut of many followers names the first 20 and counts
+/// the rest (QA, 2026-12-06: a bot's 27 subagents, finished ones too,
+/// were all named, 1.8 KB of the model's context).
+#[tokio::test]
+async fn a_cut_of_many_followers_names_twenty() {
+    let mut f = speaker();
+    f.bot.tools.push("Write".into());
+    let scout = with_scout(&f).await;
+    let scout = BotRecord {
+        tools: vec!["SendMessage".into(), "Write".into(), "CreateAgent".into()],
+        ..scout
+    };
+    let mut writes = vec![Mutation::UpsertBot(scout.clone())];
+    for n in 0..23 {
+        let made = BotRecord {
+            origin: "agent:scout".into(),
+            ..crate::tools::test_support::bot_record(
+                &format!("minion{n:02}"),
+                &format!("Minion {n}"),
+                &f.bot.owner,
+                &["SendMessage", "Write"],
+            )
+        };
+        writes.push(Mutation::UpsertBot(made));
+    }
+    f.rt.store.write(writes).await.unwrap();
+    let args = json!({"agent": "scout", "tools": ["SendMessage", "CreateAgent"]});
+    let out = UpdateAgent.call(&f.ctx("c1"), args).await.unwrap();
+    assert_eq!(
+        out.content.matches("(now SendMessage)").count(),
+        20,
+        "{}",
+        out.content
+    );
+    assert!(out.content.ends_with("; and 3 more"), "{}", out.content);
+}
