@@ -308,12 +308,32 @@ pub(crate) async fn refuse_retired(state: &ApiState, bot: &BotRecord) -> Result<
     if let Some(parent) = bot.origin.strip_prefix("subagent:")
         && bot.removed_at().is_some()
     {
-        // removed with its parent (it is in no config of its own)
+        // removed with its parent (it is in no config of its own); how
+        // the parent went says whether it can come back (QA: both ways
+        // were named, api.md says the message says which)
+        let parent_record = match BotId::new(parent) {
+            Ok(id) => state.fleet.store().get_bot(&id).await?,
+            Err(_) => None,
+        };
+        let how = match parent_record {
+            Some(p) if p.made_by_agent() => format!(
+                "its parent {parent} was removed by its owner (a bot made by CreateAgent: it \
+                 does not come back); its conversations are kept and readable"
+            ),
+            Some(p) if p.from_config() => format!(
+                "its parent {parent} is no longer in the fleet's config; its conversations are \
+                 kept and readable. List {parent} in fleet.toml again and restart the host to \
+                 talk to it"
+            ),
+            _ => format!(
+                "its parent {parent} was removed (taken out of the fleet's config, or, made by \
+                 CreateAgent, removed by its owner); its conversations are kept and readable. \
+                 If {parent} was in fleet.toml, list it there again and restart the host to \
+                 talk to it"
+            ),
+        };
         return Err(ApiError::Conflict(format!(
-            "subagent {} takes no more messages: its parent {parent} was removed (taken out \
-             of the fleet's config, or, made by CreateAgent, removed by its owner); its \
-             conversations are kept and readable. If {parent} was in fleet.toml, list it \
-             there again and restart the host to talk to it",
+            "subagent {} takes no more messages: {how}",
             bot.id
         )));
     }

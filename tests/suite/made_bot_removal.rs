@@ -352,6 +352,13 @@ async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
     assert!(listed_sub["removed_at"].is_i64(), "{listed_sub:#}");
     let (status, v) = host.send(&sub, "still there?", None).await;
     assert_eq!(status, 409, "{v}");
+    // which way its parent went (QA: both ways were named)
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("its parent worker was removed by its owner")
+            && !message.contains("fleet.toml"),
+        "{message}"
+    );
     // the maker stays as it was
     assert!(listed(&host, "maker").await["removed_at"].is_null());
     host.shutdown().await;

@@ -154,8 +154,11 @@ async fn a_subagent_of_a_removed_bot_is_removed_with_it_and_runs_no_turn() {
     let (status, v) = host.send(&sub, "hi sub", Some("k-sub")).await;
     assert_eq!(status, 409, "{v}");
     let message = v["error"]["message"].as_str().unwrap();
+    // which way its parent went (QA: both ways were named)
     assert!(
-        message.contains("its parent ann") && message.contains("fleet.toml"),
+        message.contains("its parent ann is no longer in the fleet's config")
+            && message.contains("List ann in fleet.toml again")
+            && !message.contains("CreateAgent"),
         "{message}"
     );
     // the host woke the bots with unfinished work as it started; once
