@@ -67,9 +67,10 @@ pub(super) fn as_in_step(ctx: &ToolContext<'_>, record: BotRecord) -> BotRecord 
 /// Most bots an unknown agent's refusal names.
 pub(super) const MAX_LISTED: usize = 10;
 
-/// Finds a bot the caller may address: same owner, by id or display name.
-/// `lead` starts the next step of an unknown name, before the bots most
-/// likely meant ("message one of").
+/// Finds a bot the caller may address (`agent` of SendToAgent and
+/// UpdateAgent): same owner, by id or display name. `lead` starts the next
+/// step of an unknown name, before the bots most likely meant ("message
+/// one of").
 pub(crate) async fn resolve_bot(
     ctx: &ToolContext<'_>,
     name: &str,
@@ -78,6 +79,18 @@ pub(crate) async fn resolve_bot(
     // `@Bravo`, as a person mentions a bot (and models write it): the bot
     let name = name.trim();
     let name = name.strip_prefix('@').map_or(name, str::trim_start);
+    if name.is_empty() {
+        // (QA: `there is no agent ""`, as if a bot could have no id)
+        let bots = ctx
+            .store()
+            .main_bots_of(&ctx.bot.owner)
+            .await
+            .map_err(store_error)?;
+        return Err(ToolError::new(
+            "`agent` is empty: give the id or name of one of your bots",
+            likely_meant(&bots, lead),
+        ));
+    }
     // the usual case, an exact id: one keyed read, not the owner's whole list
     if let Ok(id) = BotId::new(name)
         && let Some(b) = ctx.store().get_bot(&id).await.map_err(store_error)?

@@ -294,6 +294,18 @@ async fn an_unknown_agent_names_at_most_ten_likely_ones() {
         .await
         .unwrap_err();
     assert_eq!(err.message, "there is no agent \"nobody\"");
+    // an empty one is said so, with the same next step (QA)
+    for empty in ["", " ", "@"] {
+        let said = SendToAgent
+            .call(&f.ctx("c1"), json!({"agent": empty, "text": "hi"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            said.message, "`agent` is empty: give the id or name of one of your bots",
+            "{empty:?}"
+        );
+        assert_eq!(said.hint, err.hint, "{empty:?}");
+    }
     // the two fleet.toml bots, then 8 of the 12 made bots (the latest:
     // the store stamps them as it writes them), never the subagent, the
     // removed bot, or the caller `b`, made before them
