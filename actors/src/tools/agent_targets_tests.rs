@@ -368,7 +368,8 @@ async fn an_agent_written_with_its_mention_at_is_that_agent() {
         .call(&f.ctx("c4"), json!({"agent": "@", "text": "hi"}))
         .await
         .unwrap_err();
-    assert!(err.message.starts_with("there is no agent"), "{err}");
+    // a mention's `@` alone names nobody: the agent is empty
+    assert!(err.message.starts_with("`agent` is empty"), "{err}");
 }
 
 /// The bots an unknown agent's refusal names: fleet.toml bots by id, then
