@@ -376,8 +376,8 @@ async fn admit_answer(
 /// bot or a room.
 pub(crate) fn blank_text() -> ApiError {
     ApiError::BadRequest(
-        "`text` is empty (nothing but spaces or invisible characters such as U+200B or U+FEFF); \
-         send the message text"
+        "`text` is empty (nothing but spaces, control characters or invisible characters such \
+         as U+200B or U+FEFF); send the message text"
             .into(),
     )
 }

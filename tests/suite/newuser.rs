@@ -325,7 +325,14 @@ async fn a_bom_and_an_invisible_message_are_told_clearly() {
             && message.contains("remove it"),
         "{message}"
     );
-    for text in ["\u{200b}", "\u{feff}", " \u{200b}\u{2060} "] {
+    // (and control characters alone: QA, a NUL was taken and echoed)
+    for text in [
+        "\u{200b}",
+        "\u{feff}",
+        " \u{200b}\u{2060} ",
+        "\u{0}",
+        "\u{1b}\u{7f} \u{85}",
+    ] {
         let (status, v) = host
             .post_raw(
                 "/v1/bots/r/messages",

@@ -342,7 +342,8 @@ pub fn without_invisible(text: &str) -> String {
 }
 
 /// Whether `text` shows nothing: only white space, invisible characters
-/// ([`without_invisible`]) and blank glyphs (U+2800 BRAILLE PATTERN
+/// ([`without_invisible`]), control characters (a NUL alone was taken as
+/// a message and echoed: QA) and blank glyphs (U+2800 BRAILLE PATTERN
 /// BLANK, which is neither, and draws an empty cell: QA, a message of it
 /// was delivered as a blank bubble). A message, a fact, a room's post of
 /// it is refused as empty.
@@ -350,7 +351,7 @@ pub fn shows_nothing(text: &str) -> bool {
     let ignorable =
         icu_properties::CodePointSetData::new::<icu_properties::props::DefaultIgnorableCodePoint>();
     text.chars()
-        .all(|c| c.is_whitespace() || c == '\u{2800}' || ignorable.contains(c))
+        .all(|c| c.is_whitespace() || c.is_control() || c == '\u{2800}' || ignorable.contains(c))
 }
 
 /// `key` with each letter outside ASCII (and each letter followed by a
