@@ -217,17 +217,20 @@ impl<'a> Changes<'a> {
 }
 
 /// Whether the host refused a stream because the user's are all open
-/// (`host.max_streams_per_user`).
+/// (`429 too_many_streams`, `host.max_streams_per_user`); by its code,
+/// not its status (QA: a `429 rate_limited` for unknown tokens was told
+/// as "all your event streams are in use").
 fn is_stream_cap(e: &anyhow::Error) -> bool {
     e.downcast_ref::<HostAnswered>()
-        .is_some_and(|a| a.status == StatusCode::TOO_MANY_REQUESTS)
+        .is_some_and(|a| a.status == StatusCode::TOO_MANY_REQUESTS && a.code == "too_many_streams")
 }
 
 /// Whether the host refused a stream because its own are all open
-/// (`503`, every stream it keeps room for in use: `host.max_connections`).
+/// (`503 streams_full`, every stream it keeps room for in use:
+/// `host.max_connections`); not another 503 (a host stopping).
 fn is_host_stream_cap(e: &anyhow::Error) -> bool {
     e.downcast_ref::<HostAnswered>()
-        .is_some_and(|a| a.status == StatusCode::SERVICE_UNAVAILABLE)
+        .is_some_and(|a| a.status == StatusCode::SERVICE_UNAVAILABLE && a.code == "streams_full")
 }
 
 /// Whether the host answered with a client error it would give again.
@@ -249,6 +252,7 @@ mod tests {
         let answered = |status, message: &str| {
             anyhow::Error::new(HostAnswered {
                 status,
+                code: String::new(),
                 message: message.to_owned(),
             })
         };

@@ -107,6 +107,7 @@ pub(super) fn admitted(status: StatusCode, body: Value, key: &str) -> anyhow::Re
         .into()),
         _ => Err(HostAnswered {
             status,
+            code: crate::client::error_code(&body),
             message: body
                 .pointer("/error/message")
                 .and_then(Value::as_str)

@@ -28,6 +28,9 @@ const ENTRIES_PAGE: i64 = 1000;
 pub struct HostAnswered {
     /// The status.
     pub status: StatusCode,
+    /// The error's code (`error.code`: `too_many_streams`,
+    /// `rate_limited`, …), empty when the answer had none.
+    pub code: String,
     /// The error's message, or "no details".
     pub message: String,
 }
@@ -39,6 +42,14 @@ impl std::fmt::Display for HostAnswered {
 }
 
 impl std::error::Error for HostAnswered {}
+
+/// The `error.code` of an error answer's body, empty when it has none.
+pub(crate) fn error_code(body: &Value) -> String {
+    body.pointer("/error/code")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
 
 /// The host gave no answer to a request: it could not be reached, the
 /// connection broke before the whole answer came, or the answer took
@@ -208,7 +219,12 @@ impl Client {
         if status == StatusCode::UNAUTHORIZED {
             message.push_str("; check --token / BOTFLEET_TOKEN");
         }
-        anyhow::Error::new(HostAnswered { status, message })
+        let code = error_code(body);
+        anyhow::Error::new(HostAnswered {
+            status,
+            code,
+            message,
+        })
     }
 
     fn connect_error(&self, e: reqwest::Error) -> anyhow::Error {

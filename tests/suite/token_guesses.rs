@@ -57,6 +57,14 @@ async fn a_client_that_guessed_too_many_tokens_is_refused_for_the_minute() {
     let (code, _, err) = crate::support::process::cli(&["bots"], &host.url, TOKEN).await;
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("host.unknown_tokens_per_minute"), "{err}");
+    // `send` opens the event stream first: its 429 is this one, not "all
+    // your event streams are in use" (QA)
+    let (code, _, err) = crate::support::process::cli(&["send", "r", "hi"], &host.url, TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("host.unknown_tokens_per_minute") && !err.contains("event streams"),
+        "{err}"
+    );
     host.shutdown().await;
 }
 
