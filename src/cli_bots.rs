@@ -40,8 +40,18 @@ pub(super) async fn bots(client: &Client, all: bool, as_json: bool) -> anyhow::R
         outln!("{}", terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
+    let listed = v["bots"].as_array().cloned().unwrap_or_default();
+    if listed.is_empty() {
+        // said on stderr, nothing on stdout, as every empty listing (QA:
+        // a bare header line)
+        errln!(
+            "you have no bots: list some in fleet.toml under [[bots]] with `owner` set to your \
+             user id, and restart the host (docs/operations.md)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut rows: Vec<[String; 6]> = vec![COLUMNS.map(|(heading, _)| heading.to_owned())];
-    for b in v["bots"].as_array().into_iter().flatten() {
+    for b in &listed {
         rows.push([
             cell(b["id"].as_str().unwrap_or("")),
             cell(b["name"].as_str().unwrap_or("")),

@@ -80,9 +80,13 @@ const ERROR_CELLS: usize = 60;
 
 /// Prints `bot`'s routines (`--json`: the API's answer).
 pub(super) async fn list(client: &Client, bot: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let v = client
-        .get(&format!("/v1/bots/{}/routines", segment(bot)))
-        .await?;
+    // (QA: another server's JSON read as "BOT has no routines", exit 0)
+    let v = client.expect(
+        client
+            .get(&format!("/v1/bots/{}/routines", segment(bot)))
+            .await?,
+        "routines",
+    )?;
     if as_json {
         outln!("{}", terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);

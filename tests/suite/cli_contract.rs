@@ -199,6 +199,17 @@ async fn a_host_with_credentials_a_query_or_a_fragment_is_a_usage_error() {
     }
 }
 
+/// A user with no bots: `bots` prints nothing on stdout and says so on
+/// stderr, as every empty listing does (QA: a bare header line).
+#[tokio::test]
+async fn bots_of_a_user_with_none_prints_no_header() {
+    let host = fleet().start().await;
+    let (code, out, err) = cli(&["bots"], &host.url, crate::support::fleet::BOB_TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("you have no bots"), "{err}");
+    host.shutdown().await;
+}
+
 /// Regression: `group list` showed closed rooms like open ones.
 #[tokio::test]
 async fn group_list_says_which_rooms_are_closed() {

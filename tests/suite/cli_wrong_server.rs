@@ -112,6 +112,9 @@ async fn a_server_answering_other_json_is_named_as_such() {
         &["group", "list"],
         &["retry", turn],
         &["cancel", "echo"],
+        // (QA: "echo has no routines", exit 0)
+        &["routines", "echo"],
+        &["routines", "echo", "--json"],
     ] {
         let (code, out, err) = cli(args, &url, "t").await;
         assert_eq!(code, 1, "{args:?}: {out} {err}");
