@@ -551,8 +551,17 @@ fn with_retry(text: &str, retry_turn: Option<&str>) -> String {
 fn lines(e: &Value, all: bool, as_json: bool) -> Vec<String> {
     let kind = e["kind"].as_str().unwrap_or("");
     if as_json {
-        // the same entries as the text, without `--all` too
-        return if all || is_public(kind) || is_task(e) {
+        // the same entries as the text, with `--all` and without (QA: a
+        // bot's step with no text and no call, which the text leaves out,
+        // was listed, so `--last 3` gave other entries)
+        let listed = if all {
+            // every entry (kinds this CLI does not know too), but a bot's
+            // step that says and calls nothing, which the text leaves out
+            kind != "assistant" || !lines(e, true, false).is_empty()
+        } else {
+            is_public(kind) || is_task(e)
+        };
+        return if listed {
             vec![terminal::json(e)]
         } else {
             Vec::new()

@@ -128,6 +128,40 @@ async fn transcript_json_follows_all() {
     host.shutdown().await;
 }
 
+/// `transcript --all` lists the same entries as text and as `--json`, so
+/// `--last N` picks the same ones (QA: a bot's step with no text and no
+/// call, which the text leaves out, was in the JSON).
+#[tokio::test]
+async fn transcript_text_and_json_list_the_same_entries() {
+    let host = fleet().start().await;
+    let (code, _, err) = cli(&["send", "r", "hello"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{err}");
+    let text_seqs = |out: &str| -> Vec<String> {
+        let mut seqs: Vec<String> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix('#')?.split(' ').next().map(str::to_owned))
+            .collect();
+        seqs.dedup();
+        seqs
+    };
+    let json_seqs = |out: &str| -> Vec<String> {
+        out.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].to_string())
+            .collect()
+    };
+    for last in [None, Some("3")] {
+        let mut args = vec!["transcript", "r", "--all"];
+        args.extend(last.map(|n| ["--last", n]).into_iter().flatten());
+        let (code, text, err) = cli(&args, &host.url, TOKEN).await;
+        assert_eq!(code, 0, "{err}");
+        args.push("--json");
+        let (code, json, err) = cli(&args, &host.url, TOKEN).await;
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(text_seqs(&text), json_seqs(&json), "{text}\n{json}");
+    }
+    host.shutdown().await;
+}
+
 /// Regression: `--nonce é` passed the CLI's check and the host answered
 /// `400 the Idempotency-Key header is not text`; the CLI refuses it with
 /// the rule, and the host's refusal says the rule too.
