@@ -183,7 +183,7 @@ pub(crate) async fn remove(
 /// theirs when it is one (`botfleet send team …` to room `team` said only
 /// "no bot"), with what to do with it (`what`, `{}` standing for its id);
 /// else `no_bot`.
-async fn named_room(
+pub(crate) async fn named_room(
     state: &ApiState,
     user: &AuthUser,
     name: &str,

@@ -389,9 +389,26 @@ pub(crate) async fn owned_bot(
     };
     match state.fleet.store().get_bot(&id).await? {
         Some(b) if b.owner == user.0 => Ok(b),
-        _ => Err(meant_bot(state, user, bot)
-            .await
-            .unwrap_or_else(|| ApiError::no_such_bot(bot))),
+        _ => Err(match meant_bot(state, user, bot).await {
+            Some(meant) => meant,
+            // a room of the user's, named where a bot goes (QA: `botfleet
+            // cancel standup` said only "no bot"; `send` and `transcript`
+            // name the room)
+            None => match ApiError::no_such_bot(bot) {
+                ApiError::NotFound(no_bot) => {
+                    bots::named_room(
+                        state,
+                        user,
+                        bot,
+                        no_bot,
+                        "a room takes no bot's commands: send to it with POST \
+                         /v1/groups/{}/messages, read it with GET /v1/groups/{}/entries",
+                    )
+                    .await
+                }
+                other => other,
+            },
+        }),
     }
 }
 

@@ -92,3 +92,44 @@ async fn send_to_a_room_names_group_send() {
     );
     host.shutdown().await;
 }
+
+/// Every command that takes a bot names a room given in its place, with
+/// the room's commands (QA, 2026-12-06: `cancel`, `routines`, `memory`,
+/// `hooks` and `bots remove` said only `no bot "team"`).
+#[tokio::test]
+async fn a_room_where_a_bot_goes_is_named_by_every_command() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("a", "s", &["SendMessage"])
+        .bot("b", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (code, _, err) = cli(
+        &["group", "create", "team", "--members", "a,b"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    for args in [
+        &["cancel", "team"][..],
+        &["routines", "team"],
+        &["memory", "team"],
+        &["hooks", "team"],
+        &["bots", "remove", "team"],
+    ] {
+        let (code, _, err) = cli(args, &host.url, TOKEN).await;
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("no bot \"team\" for you: \"team\" is a room")
+                && err.contains("`botfleet group send team TEXT`")
+                && err.contains("`botfleet group transcript team`"),
+            "{args:?}: {err}"
+        );
+    }
+    // another user learns nothing of the room
+    let (code, _, err) = cli(&["cancel", "team"], &host.url, BOB_TOKEN).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("room"), "{err}");
+    host.shutdown().await;
+}
