@@ -7,6 +7,7 @@ use pretty_assertions::assert_eq;
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::process::cli;
 
 const ECHO: &str = r#"
@@ -14,8 +15,8 @@ const ECHO: &str = r#"
 steps = [ { tool = "SendMessage", args = { text = "echo from {{bot}}" } } ]
 "#;
 
-#[tokio::test]
-async fn send_to_a_room_names_group_send() {
+/// A host with alice's bots `a` and `b`, and her room `team` of both.
+async fn with_team() -> TestHost {
     let host = TestFleet::new()
         .script("s", ECHO)
         .bot("a", "s", &["SendMessage"])
@@ -29,6 +30,12 @@ async fn send_to_a_room_names_group_send() {
     )
     .await;
     assert_eq!(code, 0, "{err}");
+    host
+}
+
+#[tokio::test]
+async fn send_to_a_room_names_group_send() {
+    let host = with_team().await;
 
     let (code, out, err) = cli(&["send", "team", "hi"], &host.url, TOKEN).await;
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
@@ -98,19 +105,7 @@ async fn send_to_a_room_names_group_send() {
 /// `hooks` and `bots remove` said only `no bot "team"`).
 #[tokio::test]
 async fn a_room_where_a_bot_goes_is_named_by_every_command() {
-    let host = TestFleet::new()
-        .script("s", ECHO)
-        .bot("a", "s", &["SendMessage"])
-        .bot("b", "s", &["SendMessage"])
-        .start()
-        .await;
-    let (code, _, err) = cli(
-        &["group", "create", "team", "--members", "a,b"],
-        &host.url,
-        TOKEN,
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
+    let host = with_team().await;
     for args in [
         &["cancel", "team"][..],
         &["routines", "team"],

@@ -98,9 +98,10 @@ async fn with_status(host: &TestHost, status: &str, enough: impl Fn(u64) -> bool
     n.as_u64().unwrap()
 }
 
-#[tokio::test]
-async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
-    let host = host().await;
+/// The risky subagent finished its task with its approval pending, then
+/// the parent's one place taken by a slow task: the approval's id, the
+/// risky subagent's and the slow one's.
+async fn pending_with_the_place_taken(host: &TestHost) -> (String, String, String) {
     let (_, end) = host.end_turn("p", "delegate risky").await;
     assert_eq!(end["status"], "completed", "{end}");
     let pending = host
@@ -109,15 +110,20 @@ async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
         })
         .await;
     let id = pending["id"].as_str().unwrap().to_owned();
-    let risky = subagent(&host, "risky", "done").await;
+    let risky = subagent(host, "risky", "done").await;
     let risky = risky["id"].as_str().unwrap().to_owned();
     assert_eq!(pending["bot"], risky.as_str(), "{pending}");
-
-    // the parent's one place is taken by another task
     let (_, end) = host.end_turn("p", "delegate slow").await;
     assert_eq!(end["status"], "completed", "{end}");
-    let slow = subagent(&host, "slow", "running").await;
+    let slow = subagent(host, "slow", "running").await;
     let slow = slow["id"].as_str().unwrap().to_owned();
+    (id, risky, slow)
+}
+
+#[tokio::test]
+async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
+    let host = host().await;
+    let (id, risky, slow) = pending_with_the_place_taken(&host).await;
     let path = format!("/v1/approvals/{id}");
     let (status, refused) = host
         .post_raw(&path, Some(TOKEN), None, r#"{"decision":"approve"}"#)
@@ -153,18 +159,7 @@ async fn deciding_a_finished_subagents_approval_runs_it_and_counts_it() {
 #[tokio::test]
 async fn a_denial_is_not_held_up_by_the_limit() {
     let host = host().await;
-    let (_, end) = host.end_turn("p", "delegate risky").await;
-    assert_eq!(end["status"], "completed", "{end}");
-    let pending = host
-        .wait_get("/v1/approvals?status=pending", |v| {
-            v["approvals"].as_array()?.first().cloned()
-        })
-        .await;
-    let id = pending["id"].as_str().unwrap().to_owned();
-    let risky = subagent(&host, "risky", "done").await;
-    let (_, end) = host.end_turn("p", "delegate slow").await;
-    assert_eq!(end["status"], "completed", "{end}");
-    subagent(&host, "slow", "running").await;
+    let (id, risky, _) = pending_with_the_place_taken(&host).await;
 
     let (status, decided) = host
         .post_raw(
@@ -177,7 +172,7 @@ async fn a_denial_is_not_held_up_by_the_limit() {
     assert_eq!(status, 200, "{decided}");
     assert_eq!(decided["approval"]["status"], "denied", "{decided}");
     // it hears the denial in a run of its own: a second turn, ended
-    let turns = format!("/v1/bots/{}/turns", risky["id"].as_str().unwrap());
+    let turns = format!("/v1/bots/{risky}/turns");
     let turns = host
         .wait_get(&turns, |v| {
             let turns = v["turns"].as_array()?;
