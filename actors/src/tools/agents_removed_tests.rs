@@ -120,13 +120,9 @@ async fn an_update_of_a_removed_bot_is_refused_and_one_of_a_kept_bot_commits() {
     assert!(stored.removed_at().is_some());
 }
 
-/// A follower of the bot UpdateAgent takes a tool from (a bot it made,
-/// cut to its tools in the same write) that its owner removes before the
-/// write commits: the call is refused and nothing is written, neither the
-/// bot's change nor the follower's record as read, which would bring it
-/// back.
-#[tokio::test]
-async fn a_follower_removed_before_the_cut_commits_stays_removed() {
+/// A speaker with Write, and its scout with Write and CreateAgent (its
+/// record as it will be written: not stored yet).
+async fn writing_scout() -> (crate::tools::test_support::ToolFixture, BotRecord) {
     let mut f = speaker();
     f.bot.tools.push("Write".into());
     let scout = with_scout(&f).await;
@@ -134,6 +130,17 @@ async fn a_follower_removed_before_the_cut_commits_stays_removed() {
         tools: vec!["SendMessage".into(), "Write".into(), "CreateAgent".into()],
         ..scout
     };
+    (f, scout)
+}
+
+/// A follower of the bot UpdateAgent takes a tool from (a bot it made,
+/// cut to its tools in the same write) that its owner removes before the
+/// write commits: the call is refused and nothing is written, neither the
+/// bot's change nor the follower's record as read, which would bring it
+/// back.
+#[tokio::test]
+async fn a_follower_removed_before_the_cut_commits_stays_removed() {
+    let (f, scout) = writing_scout().await;
     let minion = BotRecord {
         origin: "agent:scout".into(),
         ..crate::tools::test_support::bot_record(
@@ -236,13 +243,7 @@ async fn a_removed_made_bots_name_is_free_again_but_not_its_id() {
 /// were all named, 1.8 KB of the model's context).
 #[tokio::test]
 async fn a_cut_of_many_followers_names_twenty() {
-    let mut f = speaker();
-    f.bot.tools.push("Write".into());
-    let scout = with_scout(&f).await;
-    let scout = BotRecord {
-        tools: vec!["SendMessage".into(), "Write".into(), "CreateAgent".into()],
-        ..scout
-    };
+    let (f, scout) = writing_scout().await;
     let mut writes = vec![Mutation::UpsertBot(scout.clone())];
     for n in 0..23 {
         let made = BotRecord {
