@@ -358,8 +358,15 @@ fn check_member_lists(command: &Command) -> Result<(), BadInput> {
         None => Ok(()),
         Some(at) => Err(BadInput(format!(
             "member {} of the list is empty; give bot ids separated by commas, with nothing \
-             between two commas or after the last (e.g. a,b)",
-            at + 1
+             between two commas or after the last (e.g. a,b){}",
+            at + 1,
+            // `a, b`: the shell passes `a,` and `b` (QA: the message named
+            // an empty member, not the space)
+            if at + 1 < members.len() {
+                ", and no space after a comma (`a, b` is read as `a,` then `b`)"
+            } else {
+                ""
+            }
         ))),
     }
 }

@@ -314,6 +314,12 @@ async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
             &token[..],
             "member 2 of the list is empty",
         ),
+        // `a, b` typed with a space: said so (QA)
+        (
+            vec!["group", "members", "y", "a,", "b"],
+            &token[..],
+            "and no space after a comma (`a, b` is read as `a,` then `b`)",
+        ),
         (
             vec!["--host", "127.0.0.1:1", "run", "--fleet", "none.toml"],
             &[][..],
