@@ -40,7 +40,7 @@ pub(super) async fn bots(client: &Client, all: bool, as_json: bool) -> anyhow::R
         outln!("{}", terminal::json_pretty(&v));
         return Ok(ExitCode::SUCCESS);
     }
-    let listed = v["bots"].as_array().cloned().unwrap_or_default();
+    let listed = v["bots"].as_array().map_or(&[][..], Vec::as_slice);
     if listed.is_empty() {
         // said on stderr, nothing on stdout, as every empty listing (QA:
         // a bare header line)
@@ -51,7 +51,7 @@ pub(super) async fn bots(client: &Client, all: bool, as_json: bool) -> anyhow::R
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows: Vec<[String; 6]> = vec![COLUMNS.map(|(heading, _)| heading.to_owned())];
-    for b in &listed {
+    for b in listed {
         rows.push([
             cell(b["id"].as_str().unwrap_or("")),
             cell(b["name"].as_str().unwrap_or("")),

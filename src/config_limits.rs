@@ -171,7 +171,6 @@ impl LoadedFleet {
             .collect()
     }
 
-    /// Checks `[host]` and `[runtime]`.
     /// Refuses `value` of `key` outside `lo..=hi` (`unit` after the
     /// bounds), saying why with `below` under the range, `above` over it.
     fn in_range(
@@ -193,6 +192,7 @@ impl LoadedFleet {
         ))
     }
 
+    /// Checks `[host]` and `[runtime]`.
     pub(super) fn validate_host_and_runtime(&self) -> Result<(), ConfigError> {
         let (h, r) = (&self.file.host, &self.file.runtime);
         if h.data_dir.as_os_str().is_empty() {

@@ -94,15 +94,7 @@ impl FleetHandle {
                 tracing::debug!(bot = %b.id, %error, "a removed bot's actor was not told (its router is restarting)");
             }
         }
-        let newly_removed: Vec<&BotRecord> = records
-            .iter()
-            .filter(|b| {
-                b.removed_at().is_some()
-                    && before
-                        .get(&b.id)
-                        .is_some_and(|was| was.removed_at().is_none())
-            })
-            .collect();
+        let newly_removed = newly_removed(&records, &before);
         for b in &newly_removed {
             // after the reload above (the same mailbox): the turn ends and
             // no other starts
@@ -166,6 +158,23 @@ impl FleetHandle {
             }
         }
     }
+}
+
+/// Of `now`, the bots removed since `before` (removed now, listed then and
+/// not removed): the removal's, or a start's that dropped them from the
+/// config.
+pub(super) fn newly_removed<'a>(
+    now: impl IntoIterator<Item = &'a BotRecord>,
+    before: &HashMap<BotId, BotRecord>,
+) -> Vec<&'a BotRecord> {
+    now.into_iter()
+        .filter(|b| {
+            b.removed_at().is_some()
+                && before
+                    .get(&b.id)
+                    .is_some_and(|was| was.removed_at().is_none())
+        })
+        .collect()
 }
 
 /// Refuses to remove a bot that CreateAgent did not make, saying how such

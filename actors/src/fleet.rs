@@ -382,14 +382,8 @@ impl FleetHandle {
         // dropped is told no answer comes, as when an owner removes a made
         // bot: else one that ended its turn waiting for the answer never
         // woke (its subagents, removed with it, the same way)
-        for b in all.values() {
-            let newly = b.removed_at().is_some()
-                && before
-                    .get(&b.id)
-                    .is_some_and(|was| was.removed_at().is_none());
-            if newly {
-                handle.tell_unanswered(b, Removal::FromConfig).await;
-            }
+        for b in remove::newly_removed(all.values(), &before) {
+            handle.tell_unanswered(b, Removal::FromConfig).await;
         }
         Ok(handle)
     }

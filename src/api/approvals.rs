@@ -32,6 +32,11 @@ use super::extract::read_body;
 /// Most approvals one listing returns.
 const MAX_LIMIT: i64 = 500;
 
+/// The hints of the two routes' queries, with [`MAX_LIMIT`] (constants,
+/// not made for each request; `the_hints_give_the_range` holds them to it).
+const LIST_HINT: &str = "use ?status=pending|approved|denied|expired&limit=N (1 to 500)";
+const REVIEWS_HINT: &str = "use ?limit=N (1 to 500)";
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
@@ -50,10 +55,7 @@ pub(crate) async fn list(
     user: AuthUser,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(
-        query,
-        &format!("use ?status=pending|approved|denied|expired&limit=N (1 to {MAX_LIMIT})"),
-    )?;
+    let q = super::extract::query(query, LIST_HINT)?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
@@ -220,7 +222,7 @@ pub(crate) async fn reviews_of_bot(
     Path(bot): Path<String>,
     query: Result<Query<ReviewsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, &format!("use ?limit=N (1 to {MAX_LIMIT})"))?;
+    let q = super::extract::query(query, REVIEWS_HINT)?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
@@ -234,4 +236,16 @@ pub(crate) async fn reviews_of_bot(
         .reviews_of_bot_for_owner(&record.id, &user.0, limit)
         .await?;
     Ok(Json(json!({ "reviews": reviews })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hints_give_the_range() {
+        for hint in [LIST_HINT, REVIEWS_HINT] {
+            assert!(hint.ends_with(&format!("(1 to {MAX_LIMIT})")), "{hint}");
+        }
+    }
 }

@@ -424,9 +424,12 @@ impl ApiError {
     /// and another user's read alike, so ids do not leak across users. It
     /// names both ways to list one's bots, as the CLI passes it on.
     pub(crate) fn no_such_bot(bot: &str) -> Self {
-        ApiError::NotFound(format!(
-            "no bot {bot:?} for you; list your bots with GET /v1/bots or `botfleet bots`"
-        ))
+        ApiError::NotFound(Self::no_such_bot_text(bot))
+    }
+
+    /// The words of [`ApiError::no_such_bot`].
+    pub(crate) fn no_such_bot_text(bot: &str) -> String {
+        format!("no bot {bot:?} for you; list your bots with GET /v1/bots or `botfleet bots`")
     }
 }
 

@@ -438,7 +438,7 @@ pub(crate) async fn entries(
     Path(room): Path<String>,
     query: Result<Query<EntriesQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, &super::sessions::page_hint())?;
+    let q = super::extract::query(query, super::sessions::PAGE_HINT)?;
     let (after, limit) = super::sessions::entries_page(q.after, q.limit)?;
     let room = room_or_bot(&state, &user, &room, NOT_A_ROOM).await?;
     let store = state.fleet.store();

@@ -394,20 +394,17 @@ pub(crate) async fn owned_bot(
             // a room of the user's, named where a bot goes (QA: `botfleet
             // cancel standup` said only "no bot"; `send` and `transcript`
             // name the room)
-            None => match ApiError::no_such_bot(bot) {
-                ApiError::NotFound(no_bot) => {
-                    bots::named_room(
-                        state,
-                        user,
-                        bot,
-                        no_bot,
-                        "a room takes no bot's commands: send to it with POST \
-                         /v1/groups/{}/messages, read it with GET /v1/groups/{}/entries",
-                    )
-                    .await
-                }
-                other => other,
-            },
+            None => {
+                bots::named_room(
+                    state,
+                    user,
+                    bot,
+                    ApiError::no_such_bot_text(bot),
+                    "a room takes no bot's commands: send to it with POST \
+                     /v1/groups/{}/messages, read it with GET /v1/groups/{}/entries",
+                )
+                .await
+            }
         }),
     }
 }

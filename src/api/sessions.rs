@@ -40,10 +40,13 @@ pub(crate) struct EntriesQuery {
 }
 
 /// How to write the query of a page of entries, with the ranges
-/// [`entries_page`] takes: the hint after a query serde could not read.
-pub(crate) fn page_hint() -> String {
-    format!("use ?after=SEQ (0 for the first page)&limit=N (1 to {MAX_PAGE})")
-}
+/// [`entries_page`] takes: the hint after a query serde could not read
+/// (a constant, not made for each request; `the_hints_give_the_ranges`
+/// holds it to `MAX_PAGE`).
+pub(crate) const PAGE_HINT: &str = "use ?after=SEQ (0 for the first page)&limit=N (1 to 1000)";
+
+/// The hint of the turns route's query, with [`MAX_TURNS`].
+const TURNS_HINT: &str = "use ?limit=N (1 to 100)";
 
 /// `after` and `limit` of a page of entries (a session's, a room's
 /// timeline), checked: one wording for both routes (QA: a room's said
@@ -72,7 +75,7 @@ pub(crate) async fn entries(
     Path(session): Path<String>,
     query: Result<Query<EntriesQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, &page_hint())?;
+    let q = super::extract::query(query, PAGE_HINT)?;
     let id: SessionId = session
         .parse()
         .map_err(|e: botfleet_memory::IdError| ApiError::BadRequest(e.to_string()))?;
@@ -276,7 +279,7 @@ pub(crate) async fn turns_of_bot(
     Path(bot): Path<String>,
     query: Result<Query<TurnsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let q = super::extract::query(query, &format!("use ?limit=N (1 to {MAX_TURNS})"))?;
+    let q = super::extract::query(query, TURNS_HINT)?;
     let limit = q.limit.unwrap_or(MAX_TURNS);
     if !(1..=MAX_TURNS).contains(&limit) {
         return Err(ApiError::BadRequest(format!(
@@ -328,4 +331,15 @@ pub(crate) async fn retry(
     }
     let requeued = state.fleet.retry(record.id).await?;
     Ok(Json(json!({ "turn": record.id, "requeued": requeued })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hints_give_the_ranges() {
+        assert!(PAGE_HINT.ends_with(&format!("(1 to {MAX_PAGE})")));
+        assert!(TURNS_HINT.ends_with(&format!("(1 to {MAX_TURNS})")));
+    }
 }

@@ -81,15 +81,12 @@ pub(crate) async fn resolve_bot(
     let name = name.strip_prefix('@').map_or(name, str::trim_start);
     if name.is_empty() {
         // (QA: `there is no agent ""`, as if a bot could have no id)
-        let bots = ctx
-            .store()
-            .main_bots_of(&ctx.bot.owner)
-            .await
-            .map_err(store_error)?;
-        return Err(ToolError::new(
-            "`agent` is empty: give the id or name of one of your bots",
-            likely_meant(&bots, lead),
-        ));
+        return refused(
+            ctx,
+            "`agent` is empty: give the id or name of one of your bots".into(),
+            lead,
+        )
+        .await;
     }
     // the usual case, an exact id: one keyed read, not the owner's whole list
     if let Ok(id) = BotId::new(name)
@@ -134,17 +131,24 @@ pub(crate) async fn resolve_bot(
     if let Some(b) = names::pick(&gone, name)? {
         return Ok(b.clone());
     }
-    // none: the owner's bots, to name the likely meant (no subagent: an
-    // index that holds none, not every record of the owner)
+    refused(ctx, format!("there is no agent {name:?}"), lead).await
+}
+
+/// The refusal of an `agent` that names none of the caller's bots:
+/// `message`, then `lead` and the bots most likely meant (the owner's,
+/// read from an index that holds no subagent, not every record of the
+/// owner).
+async fn refused(
+    ctx: &ToolContext<'_>,
+    message: String,
+    lead: &str,
+) -> Result<BotRecord, ToolError> {
     let bots = ctx
         .store()
         .main_bots_of(&ctx.bot.owner)
         .await
         .map_err(store_error)?;
-    Err(ToolError::new(
-        format!("there is no agent {name:?}"),
-        likely_meant(&bots, lead),
-    ))
+    Err(ToolError::new(message, likely_meant(&bots, lead)))
 }
 
 /// The parent of `bot` when it is a subagent (origin `subagent:<parent>`).
