@@ -183,6 +183,7 @@ pub(crate) async fn forget(
             (item.scope, expired)
         }
         MemoryLookup::Forgotten(scope) => (scope, None),
+        MemoryLookup::Expired { scope, at } => (scope, Some(at)),
         MemoryLookup::Unknown => return Err(not_found()),
     };
     if !manages(&state, &user, &scope).await? {

@@ -34,6 +34,13 @@ steps = [
 ]
 
 [[rule]]
+match = "^m-"
+steps = [
+  { tool = "Forget", args = { id = "{{input}}" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+
+[[rule]]
 match = "^for two days"
 steps = [
   { tool = "Remember", args = { text = "Waiting for the ACME invoice", layer = "notes", expires_in_hours = 48 } },
@@ -104,7 +111,7 @@ async fn forgetting_a_note_past_its_expiry_says_it_expired() {
     let host = TestFleet::new()
         .script("s", SCRIPT)
         .runtime("debounce_ms = 0\nextract_memory = false\n")
-        .bot("a", "s", &["SendMessage", "Remember"])
+        .bot("a", "s", &["SendMessage", "Remember", "Forget"])
         .start()
         .await;
     host.complete_turn("a", "for a moment: the kettle").await;
@@ -117,19 +124,38 @@ async fn forgetting_a_note_past_its_expiry_says_it_expired() {
     })
     .await;
 
-    let (status, answer) = host
-        .call(
-            reqwest::Method::DELETE,
-            &format!("/v1/memory/{id}"),
-            TOKEN,
-            None,
-        )
-        .await;
-    assert_eq!(status, 404, "{answer}");
-    let message = answer["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("expired") && message.contains("agent:a"),
-        "forgetting an expired note answered: {message}"
-    );
+    let expired_by_api = || async {
+        let (status, answer) = host
+            .call(
+                reqwest::Method::DELETE,
+                &format!("/v1/memory/{id}"),
+                TOKEN,
+                None,
+            )
+            .await;
+        assert_eq!(status, 404, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.contains("expired at") && message.contains("agent:a"),
+            "forgetting an expired note answered: {message}"
+        );
+    };
+    let expired_by_tool = |answer: &str| {
+        assert!(
+            answer.contains(&format!("{id} was a note that expired at"))
+                && answer.contains("Nothing changed"),
+            "Forget of an expired note answered: {answer}"
+        );
+    };
+    expired_by_api().await;
+    let session = host.complete_turn("a", &id).await;
+    expired_by_tool(&deliveries(&host.entries(&session).await)[1]);
+
+    // any write to the scope purges the expired note: its id still
+    // answers "expired", not "no memory item" (QA)
+    host.complete_turn("a", "for an hour, please").await;
+    expired_by_api().await;
+    host.complete_turn("a", &id).await;
+    expired_by_tool(&deliveries(&host.entries(&session).await)[3]);
     host.shutdown().await;
 }

@@ -20,6 +20,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::json;
 
+use super::Gone;
+use super::expired_at;
 use super::in_shared_room;
 use super::quoted;
 use super::reachable_item;
@@ -126,9 +128,15 @@ impl Tool for Forget {
 async fn forget_id(ctx: &ToolContext<'_>, raw: &str) -> Result<ToolOutput, ToolError> {
     let item = match reachable_item(ctx, raw, "Forget").await? {
         Ok(item) => item,
-        Err(id) => {
+        Err(Gone::Forgotten(id)) => {
             return Ok(ToolOutput::text(format!(
                 "{id} was already forgotten. Nothing changed."
+            )));
+        }
+        Err(Gone::Expired { id, at }) => {
+            return Ok(ToolOutput::text(format!(
+                "{id} was a note that {}: it is gone already. Nothing changed.",
+                expired_at(at)
             )));
         }
     };

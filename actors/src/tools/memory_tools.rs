@@ -122,23 +122,59 @@ fn store_error(e: impl std::fmt::Display) -> ToolError {
     )
 }
 
-/// An item the bot may change: it exists and lies in a scope the bot
-/// reaches. Anything else is "unknown", so ids of other users' memory do
-/// not leak.
+/// An item of a scope the bot reaches that is no more.
+enum Gone {
+    /// It was forgotten.
+    Forgotten(MemoryId),
+    /// A note past its expiry (ms), purged or not yet.
+    Expired { id: MemoryId, at: i64 },
+}
+
+impl Gone {
+    fn id(&self) -> &MemoryId {
+        match self {
+            Gone::Forgotten(id) | Gone::Expired { id, .. } => id,
+        }
+    }
+}
+
+/// An item the bot may change: it exists, has not expired, and lies in a
+/// scope the bot reaches; or what became of one that was there. Anything
+/// else is "unknown", so ids of other users' memory do not leak.
 async fn reachable_item(
     ctx: &ToolContext<'_>,
     raw: &str,
     tool: &str,
-) -> Result<Result<MemoryItem, MemoryId>, ToolError> {
+) -> Result<Result<MemoryItem, Gone>, ToolError> {
     let id = MemoryId::parse(raw).map_err(|e| ToolError::bad_args(tool, e))?;
     let reach = bot_scopes(ctx.bot);
+    let now = ctx.store().clock().now_ms();
     match ctx.store().memory_lookup(&id).await.map_err(store_error)? {
-        MemoryLookup::Found(item) if reach.contains(&item.scope) => Ok(Ok(item)),
-        MemoryLookup::Forgotten(scope) if reach.contains(&scope) => Ok(Err(id)),
-        MemoryLookup::Found(_) | MemoryLookup::Forgotten(_) | MemoryLookup::Unknown => {
-            Err(out_of_reach(ctx, &id))
+        MemoryLookup::Found(item) if reach.contains(&item.scope) => {
+            match item.expires_at.filter(|_| item.is_expired(now)) {
+                Some(at) => Ok(Err(Gone::Expired { id, at })),
+                None => Ok(Ok(item)),
+            }
         }
+        MemoryLookup::Forgotten(scope) if reach.contains(&scope) => Ok(Err(Gone::Forgotten(id))),
+        MemoryLookup::Expired { scope, at } if reach.contains(&scope) => {
+            Ok(Err(Gone::Expired { id, at }))
+        }
+        MemoryLookup::Found(_)
+        | MemoryLookup::Forgotten(_)
+        | MemoryLookup::Expired { .. }
+        | MemoryLookup::Unknown => Err(out_of_reach(ctx, &id)),
     }
+}
+
+/// "expired at 2026-12-06 15:05 UTC", for an expiry in ms.
+fn expired_at(at: i64) -> String {
+    format!(
+        "expired at {}",
+        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(at)
+            .unwrap_or_default()
+            .format("%Y-%m-%d %H:%M UTC")
+    )
 }
 
 /// The answer to an id the bot may not change: the same for an id that
@@ -331,14 +367,24 @@ async fn replace(
         // in a refusal, or "forgotten", told it)
         match &found {
             Ok(item) if item.scope == own && item.source == source => {}
-            Ok(MemoryItem { id, .. }) | Err(id) => return Err(out_of_reach(ctx, id)),
+            Ok(MemoryItem { id, .. }) => return Err(out_of_reach(ctx, id)),
+            Err(gone) => return Err(out_of_reach(ctx, gone.id())),
         }
     }
     let item = match found {
         Ok(item) => item,
-        Err(id) => {
+        Err(Gone::Forgotten(id)) => {
             return Err(ToolError::new(
                 format!("{id} was forgotten and cannot be replaced"),
+                "call Remember without `replaces` to write the new fact",
+            ));
+        }
+        Err(Gone::Expired { id, at }) => {
+            return Err(ToolError::new(
+                format!(
+                    "{id} was a note that {} and cannot be replaced",
+                    expired_at(at)
+                ),
                 "call Remember without `replaces` to write the new fact",
             ));
         }

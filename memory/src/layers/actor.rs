@@ -196,7 +196,9 @@ impl MemoryHub {
                 })
                 .await
             }
-            MemoryLookup::Forgotten(_) => Ok(MemoryOpResult::AlreadyForgotten(id.clone())),
+            MemoryLookup::Forgotten(_) | MemoryLookup::Expired { .. } => {
+                Ok(MemoryOpResult::AlreadyForgotten(id.clone()))
+            }
             MemoryLookup::Unknown => Ok(MemoryOpResult::Refused(MemoryRefusal::UnknownId(
                 id.clone(),
             ))),

@@ -87,13 +87,21 @@ pub(crate) fn get_item(conn: &Connection, id: &MemoryId) -> Result<Option<Memory
     }
 }
 
-/// Whether `id` was forgotten, and in which scope.
-pub(crate) fn forgotten_scope(conn: &Connection, id: &MemoryId) -> Result<Option<MemoryScope>> {
-    let row: Option<(String, String)> = conn
-        .prepare_cached("SELECT scope_kind, scope_id FROM memory_forgotten WHERE id = ?1")?
-        .query_row(params![id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+/// Whether `id` was forgotten, in which scope, and when it expired if it
+/// was a note purged past its expiry.
+pub(crate) fn forgotten_scope(
+    conn: &Connection,
+    id: &MemoryId,
+) -> Result<Option<(MemoryScope, Option<i64>)>> {
+    let row: Option<(String, String, Option<i64>)> = conn
+        .prepare_cached(
+            "SELECT scope_kind, scope_id, expired_at FROM memory_forgotten WHERE id = ?1",
+        )?
+        .query_row(params![id.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .optional()?;
-    row.map(|(kind, key)| scope_from_row(&kind, &key))
+    row.map(|(kind, key, expired)| Ok((scope_from_row(&kind, &key)?, expired)))
         .transpose()
 }
 
@@ -530,7 +538,7 @@ fn target(
             actual: item.scope,
         }))),
         None => Ok(Err(match forgotten_scope(conn, id)? {
-            Some(s) if &s == scope => MemoryOpResult::AlreadyForgotten(id.clone()),
+            Some((s, _)) if &s == scope => MemoryOpResult::AlreadyForgotten(id.clone()),
             Some(_) | None => refused(MemoryRefusal::UnknownId(id.clone())),
         })),
     }
@@ -684,15 +692,26 @@ fn remove(
     Ok(MemoryOpResult::Removed(item))
 }
 
-/// Deletes the notes of `scope` that expired at or before `before_ms`.
+/// Deletes the notes of `scope` that expired at or before `before_ms`,
+/// keeping their ids, scope and expiry in `memory_forgotten` (not their
+/// texts), so that an id shown while the note lived answers "expired"
+/// rather than "no such item".
 fn purge_expired(conn: &Connection, scope: &MemoryScope, before_ms: i64) -> Result<usize> {
+    let key = params![scope.kind().as_str(), scope.key(), before_ms];
+    conn.prepare_cached(
+        "INSERT INTO memory_forgotten (id, scope_kind, scope_id, forgotten_at, expired_at)
+         SELECT id, scope_kind, scope_id, expires_at, expires_at FROM memory
+         WHERE scope_kind = ?1 AND scope_id = ?2 AND layer = 'notes' AND expires_at <= ?3
+         ON CONFLICT (id) DO NOTHING",
+    )?
+    .execute(key)?;
     secure(conn, |conn| {
         Ok(conn
             .prepare_cached(
                 "DELETE FROM memory WHERE scope_kind = ?1 AND scope_id = ?2 AND layer = 'notes'
                  AND expires_at <= ?3",
             )?
-            .execute(params![scope.kind().as_str(), scope.key(), before_ms])?)
+            .execute(key)?)
     })
 }
 

@@ -351,7 +351,8 @@ async fn notes_fade_out_after_their_expiry() {
         Layer::Notes,
         "Waiting for the invoice from ACME",
     );
-    note.expires_at = Some(f.now() + 2 * HOUR);
+    let expiry = f.now() + 2 * HOUR;
+    note.expires_at = Some(expiry);
     assert!(matches!(f.add(note).await, MemoryOpResult::Added(_)));
     let before = f.snapshot(&a, "").await;
     assert_eq!(
@@ -368,7 +369,9 @@ async fn notes_fade_out_after_their_expiry() {
     );
     // an expired note leaves the prompt at its expiry, like a forgotten item
     assert!(delta.requires_refresh());
-    // the next write to the scope deletes it from the store too
+    // the next write to the scope deletes it from the store too, keeping
+    // its id, scope and expiry (not its text), so that the id answers
+    // "expired" rather than "no such item"
     let mut past = new("n2", &agent("a"), Layer::Notes, "stale");
     past.expires_at = Some(f.now() - 1);
     assert!(matches!(
@@ -380,7 +383,10 @@ async fn notes_fade_out_after_their_expiry() {
             .memory_lookup(&MemoryId::derive("n1"))
             .await
             .unwrap(),
-        MemoryLookup::Unknown
+        MemoryLookup::Expired {
+            scope: agent("a"),
+            at: expiry
+        }
     );
     let mut no_expiry = new("n3", &agent("a"), Layer::Notes, "x");
     no_expiry.expires_at = None;

@@ -102,6 +102,13 @@ pub enum MemoryLookup {
     Found(MemoryItem),
     /// It was forgotten; its scope is kept, its text is not.
     Forgotten(MemoryScope),
+    /// A note purged past its expiry: its scope is kept, its text is not.
+    Expired {
+        /// The scope it was in.
+        scope: MemoryScope,
+        /// When it expired (ms since the epoch).
+        at: i64,
+    },
     /// No item ever had this id.
     Unknown,
 }
@@ -145,7 +152,8 @@ impl Store {
             Ok(match get_item(c, &id)? {
                 Some(item) => MemoryLookup::Found(item),
                 None => match forgotten_scope(c, &id)? {
-                    Some(scope) => MemoryLookup::Forgotten(scope),
+                    Some((scope, None)) => MemoryLookup::Forgotten(scope),
+                    Some((scope, Some(at))) => MemoryLookup::Expired { scope, at },
                     None => MemoryLookup::Unknown,
                 },
             })

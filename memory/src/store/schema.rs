@@ -40,6 +40,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0027_rooms_shared.sql"),
     include_str!("migrations/0028_session_floors.sql"),
     include_str!("migrations/0029_approvals_owner_pending.sql"),
+    include_str!("migrations/0030_memory_expired.sql"),
 ];
 
 /// The migration that adds `bots.name_key` (`0024_bots_name_key.sql`),
