@@ -577,6 +577,18 @@ async fn admit_in_turn(
     let first = first_delivery(&state, &secret, &signed, now_ms).await?;
     let fresh = first.is_none();
     let replay_of = first.filter(|d| *d != id);
+    if replay_of.is_some()
+        && let Some(taken @ AdmitOutcome::Conflict(_)) = state
+            .fleet
+            .store()
+            .ledger_answer_to(&signed.source, &id, signed.digest)
+            .await?
+    {
+        // its own id is taken by another payload: that is the conflict
+        // to tell, whatever delivery the signature repeats (QA: answered
+        // as that delivery's duplicate, hiding the reuse of the id)
+        return Ok((taken, None, false));
+    }
     let nonce = replay_of.as_deref().unwrap_or(&id);
     let taken = match secret.rate.try_take() {
         Ok(taken) => Some(taken),

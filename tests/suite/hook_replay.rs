@@ -141,6 +141,22 @@ async fn a_replayed_signature_under_a_new_delivery_id_is_a_duplicate() {
     let other = r#"{"action":"closed"}"#;
     let (status, next) = post(&host, &body_only("d-4", other), other).await;
     assert_eq!(status, 202, "{next}");
+    // d-4 sent again with d-1's payload and signature: d-4 is taken by
+    // another payload, and that is what its sender must hear (QA: it was
+    // answered as d-1's duplicate, hiding the reuse of the id)
+    let (status, reused) = post(&host, &body_only("d-4", body), body).await;
+    assert_eq!(
+        (status, &reused["status"], reused.get("replay_of")),
+        (409, &Value::from("conflict"), None),
+        "{reused}"
+    );
+    assert!(
+        reused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("this X-Botfleet-Delivery id was used with a different payload"),
+        "{reused}"
+    );
     host.wait_turn_end(&session, next["seq"].as_i64().unwrap())
         .await;
     assert_eq!(events_in(&host, &session).await, 2);
