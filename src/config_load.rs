@@ -176,6 +176,7 @@ impl LoadedFleet {
                     timeout_s,
                     call_timeout_s,
                     max_response_bytes,
+                    max_tokens_field,
                     headers,
                     headers_env,
                     ..
@@ -250,6 +251,13 @@ impl LoadedFleet {
                     }
                     if let Err(problem) = provider::model_problem(model) {
                         return Err(self.invalid(format!("{key}.model"), problem));
+                    }
+                    if let Some(field) = max_tokens_field
+                        && let Err(problem) = botfleet_actors::model::MaxTokensField::parse(field)
+                    {
+                        return Err(
+                            self.invalid(format!("{key}.max_tokens_field"), problem.to_string())
+                        );
                     }
                     if let Some(name) = api_key_env
                         && let Err(problem) = provider::env_name_problem(name)

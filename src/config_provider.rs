@@ -159,12 +159,8 @@ impl TryFrom<RawProvider> for ProviderConfig {
                 RawProvider::keys_of(kind)
             ));
         }
-        // api_key_env and model are checked where the error can name
-        // their key, not this table (`config_load.rs`)
-        if let Some(field) = &raw.max_tokens_field {
-            botfleet_actors::model::MaxTokensField::parse(field)
-                .map_err(|e| format!("max_tokens_field: {e}"))?;
-        }
+        // api_key_env, model and max_tokens_field are checked where the
+        // error can name their key, not this table (`config_load.rs`)
         Ok(match kind {
             ProviderKind::Openai => ProviderConfig::Openai {
                 base_url: raw.base_url.ok_or_else(|| missing("base_url", kind))?,

@@ -32,8 +32,9 @@ fn the_token_limit_field_is_read_and_checked() {
     };
     assert_eq!(max_tokens_field.as_deref(), Some("max_completion_tokens"));
     let error = err(&with(r#"max_tokens_field = "max_output_tokens""#));
+    // named by its own dotted key, not only the provider's table (QA)
     assert!(
-        error.contains("max_tokens_field")
+        error.contains("`providers.main.max_tokens_field`")
             && error.contains("\"max_output_tokens\"")
             && error.contains("max_completion_tokens"),
         "{error}"
