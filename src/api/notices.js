@@ -93,9 +93,11 @@ export function noticeItem(e, retried, register = () => {}) {
     });
     line.append(retry);
     register(str(e.retry_turn), (label) => {
-      // a button this page clicked keeps what its answer said ("Queued
-      // again (1)")
-      if (retry.textContent !== "Retry") return;
+      // a button this page clicked keeps what its answer said ("Not
+      // retried"), except that "Queued again (1)" turns "Retried" as the
+      // retried turn ends, as a reload shows it (QA: it stayed "Queued
+      // again" for as long as the page was open)
+      if (retry.textContent !== "Retry" && !retry.textContent.startsWith("Queued again")) return;
       retry.textContent = label;
       off(true);
       if (cli) cli.remove();

@@ -202,6 +202,9 @@ async fn a_retried_turn_shows_the_bot_working() {
     browser
         .wait_js("the retried turn's end", idle, json!([]))
         .await;
+    // the retried turn took the messages: the button says so, as after a
+    // reload (QA: it read "Queued again (1)" until the page was reloaded)
+    browser.wait_text(".log .notice button", "Retried").await;
     ui_page::finish(browser, host).await;
     server.shutdown().await;
 }
