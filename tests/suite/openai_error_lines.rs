@@ -3,7 +3,9 @@
 //! `data:`), is named by its message. Regression: the line was no event,
 //! so the stream was read as one that "ended early, before the finish
 //! reason and [DONE]", retried, and the turn failed without the server's
-//! words.
+//! words. So is one sent as a `data:` event holding an error object
+//! without the `error` wrapper (vLLM's `ErrorResponse`: `{"object":
+//! "error", "message", "type", "code"}`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -74,4 +76,43 @@ async fn a_turn_failed_by_an_error_line_says_what_the_server_said() {
         "{notice}"
     );
     host.shutdown().await;
+}
+
+/// A role chunk, then the server's failure as an unwrapped error object
+/// (vLLM's `ErrorResponse` shape), then `[DONE]`.
+fn unwrapped_error_stream() -> String {
+    let role = json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]});
+    let error = json!({
+        "object": "error",
+        "message": "vLLM engine: CUDA out of memory, quokka",
+        "type": "InternalServerError",
+        "code": 500,
+    });
+    format!("data: {role}\n\ndata: {error}\n\ndata: [DONE]\n\n")
+}
+
+/// Regression (QA): the unwrapped error object was read as a chunk with
+/// no choice, so the answer was empty: no retry, and the turn ended
+/// `undelivered` with the server's words nowhere. It is the provider's
+/// error now: retried, then the call fails quoting it.
+#[tokio::test]
+async fn an_unwrapped_error_object_in_a_stream_is_the_servers_error() {
+    let (address, count) =
+        raw_server(|_| (200, "text/event-stream", unwrapped_error_stream())).await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        max_retries: 1,
+        backoff_base: Duration::from_millis(2),
+        backoff_max: Duration::from_millis(50),
+        ..OpenAiOptions::new(format!("http://{address}/v1"), "test-model")
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("vLLM engine: CUDA out of memory, quokka"),
+        "{error:?}"
+    );
+    assert_eq!(count.load(Ordering::SeqCst), 2, "{error:?}");
 }

@@ -317,6 +317,59 @@ async fn a_stream_cut_after_an_interim_finish_reason_is_retried() {
     }
 }
 
+/// Regression (QA): a gateway's `"stop"` on every chunk, the stream cut
+/// before any chunk came without it (after the role chunk, or after the
+/// first piece of text): the finish reason could not be told from an
+/// interim one, and the cut answer (empty, or its first words) was taken
+/// as the whole. It is retried; a stream cut after its last chunk that
+/// added to it came without one still ends there (the next test).
+#[tokio::test]
+async fn a_stream_cut_before_any_chunk_without_an_interim_finish_is_retried() {
+    for cut in [1, 2] {
+        let server = OpenAiServer::builder()
+            .reply(
+                Reply::text("Here is part one.")
+                    .interim_finish("stop")
+                    .cut_after(cut),
+            )
+            .reply(Reply::text("Here is part one. And part two."))
+            .start()
+            .await;
+        let model = OpenAiModel::new(options(&server)).unwrap();
+        let (result, _) = complete(&model, &request("x")).await;
+        let response = result.unwrap_or_else(|e| panic!("cut after {cut}: {e}"));
+        assert_eq!(
+            response.text, "Here is part one. And part two.",
+            "cut after {cut}"
+        );
+        assert_eq!(server.request_count(), 2, "cut after {cut}");
+        server.shutdown().await;
+    }
+}
+
+/// A stream cut after its finish reason came on a chunk of its own (after
+/// chunks without one): only the usage chunk and `[DONE]` were lost, and
+/// the answer is used without another call.
+#[tokio::test]
+async fn a_stream_cut_after_its_own_finish_chunk_is_used() {
+    let reply = Reply::text("Whole answer.");
+    // role, the text in four chunks of four characters, the finish
+    // chunk: cut there
+    let server = OpenAiServer::builder()
+        .reply(reply.cut_after(6))
+        .start()
+        .await;
+    let model = OpenAiModel::new(options(&server)).unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let response = result.unwrap();
+    assert_eq!(
+        (response.text.as_str(), response.finish),
+        ("Whole answer.", FinishReason::Stop)
+    );
+    assert_eq!(server.request_count(), 1);
+    server.shutdown().await;
+}
+
 /// A `""` on every chunk of a whole stream is no finish reason: the
 /// answer ends at `[DONE]`, its reason inferred from its tool calls.
 #[tokio::test]

@@ -590,7 +590,7 @@ impl OpenAiModel {
                 // finish reason on every chunk): that answer was cut, and
                 // is retried (QA, 2026-12-05: half a reply was used, its
                 // second SendMessage ran with half its arguments).
-                Err(Failure::Broken { .. }) if assembler.only_the_end_to_come() => {
+                Err(Failure::Broken { .. }) if assembler.break_loses_only_the_end() => {
                     return finished(assembler, &self.options);
                 }
                 // a server that answered a failure with a bare JSON error

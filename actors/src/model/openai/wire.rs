@@ -65,9 +65,43 @@ pub(super) struct StreamChunk {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// `"error"` on an error object sent without the `error` wrapper
+    /// (vLLM's `ErrorResponse`: `{"object": "error", "message", "type",
+    /// "code"}`), which is then the error itself.
+    #[serde(default)]
+    object: Option<String>,
+    #[serde(default)]
+    message: Option<Value>,
+    #[serde(default, rename = "type")]
+    kind: Option<Value>,
+    #[serde(default)]
+    code: Option<Value>,
 }
 
 impl StreamChunk {
+    /// The provider's error this chunk is: its `error` value, or the
+    /// chunk itself when it is an unwrapped error object (QA: such an
+    /// event was read as an empty chunk, and the turn ended without a
+    /// reply and without the server's words anywhere).
+    fn take_error(&mut self) -> Option<Value> {
+        if let Some(error) = self.error.take() {
+            return Some(error);
+        }
+        (self.object.as_deref() == Some("error")).then(|| {
+            let mut error = serde_json::Map::new();
+            for (key, value) in [
+                ("message", self.message.take()),
+                ("type", self.kind.take()),
+                ("code", self.code.take()),
+            ] {
+                if let Some(value) = value {
+                    error.insert(key.to_owned(), value);
+                }
+            }
+            Value::Object(error)
+        })
+    }
+
     /// Whether this is the usage chunk OpenAI sends last with
     /// `stream_options.include_usage`: `usage`, and no choice (`choices:
     /// []`). After the finish reason it ends the answer: only `[DONE]`
@@ -220,6 +254,12 @@ pub(super) struct Assembler {
     /// puts one on every chunk, some in front of Gemini): its finish
     /// reason does not say the answer is over.
     went_on_after_finish: bool,
+    /// Whether a choice chunk came without a finish reason.
+    unfinished_chunk: bool,
+    /// Whether a chunk added to the answer without a finish reason.
+    grew_unfinished: bool,
+    /// Whether the last chunk with a finish reason added to the answer.
+    last_finish_grew: bool,
     usage: Option<Usage>,
     /// The odd counts of the last `usage` that had any (`usage.rs`).
     odd_usage: Option<String>,
@@ -293,6 +333,22 @@ impl Assembler {
         self.finish.is_some() && !self.went_on_after_finish
     }
 
+    /// Whether a stream that breaks now (a reset, an error in the body)
+    /// lost only the usage chunk and `[DONE]`: the finish reason came
+    /// ([`Self::only_the_end_to_come`]), and it can be told from a
+    /// gateway's finish reason on every chunk: it came after chunks that
+    /// added to the answer without one (vLLM puts its last token beside
+    /// it), or on a chunk that added nothing after one without it
+    /// (OpenAI's last choice chunk, after its role chunk). An answer whose
+    /// every growing chunk carried one so far may be a gateway's, cut
+    /// after its first chunk, and is retried (QA: one chunk of text with
+    /// "stop", then a reset, was taken as the whole answer); so is a
+    /// one-chunk answer cut before its `[DONE]`, at the cost of one call.
+    pub(super) fn break_loses_only_the_end(&self) -> bool {
+        self.only_the_end_to_come()
+            && (self.grew_unfinished || (self.unfinished_chunk && !self.last_finish_grew))
+    }
+
     /// The finish reason, as sent, of a choice the server stopped before
     /// its end (`error`, `abort`: [`Finish::Failed`]).
     pub(super) fn failed_finish(&self) -> Option<&'static str> {
@@ -313,8 +369,8 @@ impl Assembler {
     /// Applies one streamed chunk. Returns the new text to forward to the
     /// sink (never empty), or the provider's `error` value if the chunk is
     /// an error (its message: [`error_message`]).
-    pub(super) fn apply_chunk(&mut self, chunk: StreamChunk) -> Result<Option<String>, Value> {
-        if let Some(error) = chunk.error {
+    pub(super) fn apply_chunk(&mut self, mut chunk: StreamChunk) -> Result<Option<String>, Value> {
+        if let Some(error) = chunk.take_error() {
             return Err(error);
         }
         // a chunk whose usage lacks the counts keeps what an earlier one said
@@ -327,20 +383,27 @@ impl Assembler {
         };
         self.has_choice = true;
         let (finished_before, size_before) = (self.finish.is_some(), self.size);
-        if let Some(reason) = choice.finish_reason.filter(|r| !r.trim().is_empty()) {
-            self.finish = Some(finish_reason(&reason));
+        let finishes = choice.finish_reason.filter(|r| !r.trim().is_empty());
+        if let Some(reason) = &finishes {
+            self.finish = Some(finish_reason(reason));
         }
-        let Some(delta) = choice.delta else {
-            return Ok(None);
-        };
-        let mut parts = delta.tool_calls.unwrap_or_default();
-        parts.extend(delta.function_call.map(legacy_call));
-        self.apply_calls(parts);
-        self.apply_refusal(delta.refusal);
-        self.apply_reasoning(delta.reasoning_content, delta.reasoning);
-        let text = self.apply_text(delta.content);
-        if finished_before && self.size > size_before {
+        let text = choice.delta.and_then(|delta| {
+            let mut parts = delta.tool_calls.unwrap_or_default();
+            parts.extend(delta.function_call.map(legacy_call));
+            self.apply_calls(parts);
+            self.apply_refusal(delta.refusal);
+            self.apply_reasoning(delta.reasoning_content, delta.reasoning);
+            self.apply_text(delta.content)
+        });
+        let grew = self.size > size_before;
+        if finished_before && grew {
             self.went_on_after_finish = true;
+        }
+        if finishes.is_some() {
+            self.last_finish_grew = grew;
+        } else {
+            self.unfinished_chunk = true;
+            self.grew_unfinished |= grew;
         }
         Ok(text)
     }
