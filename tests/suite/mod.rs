@@ -135,6 +135,7 @@ mod openai_outcomes;
 mod openai_plain_answers;
 mod openai_provider;
 mod openai_redirects;
+mod openai_spent;
 mod openai_stream_rejections;
 mod openai_turn_faults;
 mod openai_unfinished;

@@ -78,6 +78,15 @@ impl Runner {
         let update_at = self.memory_update.as_ref().and(self.memory_update_at);
         self.tail.restore_request(request.messages, update_at);
         self.specs = request.tools;
+        // attempts the provider sent again after they broke off: the
+        // server took each request and made what it streamed (QA: a
+        // broken 820 KB answer, retried, never reached the bot's usage)
+        for text in std::mem::take(&mut sink.voided) {
+            self.account(&ModelResponse {
+                text,
+                ..ModelResponse::default()
+            });
+        }
         match &result {
             Ok(response) => self.account(response),
             // a refused or filtered answer is billed too (QA: its tokens
@@ -97,7 +106,21 @@ impl Runner {
                 text: aborted.unwrap_or_default(),
                 ..ModelResponse::default()
             }),
-            Err(_) => {}
+            // a call that failed, or was cancelled, after its answer had
+            // begun: what it streamed was made (QA: an answer past
+            // max_response_bytes, the runaway that limit is for, counted
+            // nothing, and its bot's daily budget never tripped on it);
+            // one that streamed nothing (refused, unreachable, an error
+            // status) made nothing
+            Err(_) => {
+                let text = sink.take_received();
+                if !text.is_empty() {
+                    self.account(&ModelResponse {
+                        text,
+                        ..ModelResponse::default()
+                    });
+                }
+            }
         }
         result
     }

@@ -13,6 +13,12 @@ pub(crate) struct LoopSink {
     detector: LoopDetector,
     /// What looped, once it did.
     pub(crate) tripped: Option<String>,
+    /// The text of the attempt being streamed.
+    received: String,
+    /// The texts of the attempts the provider sent again after they broke
+    /// off (those that had streamed any): the server made them, and they
+    /// count toward the turn's usage (`Runner::call_model`).
+    pub(crate) voided: Vec<String>,
 }
 
 impl LoopSink {
@@ -20,12 +26,20 @@ impl LoopSink {
         Self {
             detector: LoopDetector::default(),
             tripped: None,
+            received: String::new(),
+            voided: Vec::new(),
         }
+    }
+
+    /// The text the last attempt streamed, taken.
+    pub(crate) fn take_received(&mut self) -> String {
+        std::mem::take(&mut self.received)
     }
 }
 
 impl StreamSink for LoopSink {
     fn on_text(&mut self, delta: &str) -> SinkControl {
+        self.received.push_str(delta);
         match self.detector.push(delta) {
             LoopVerdict::Continue => SinkControl::Continue,
             LoopVerdict::Loop {
@@ -55,5 +69,8 @@ impl StreamSink for LoopSink {
     /// start (else a retried answer would count its own start twice).
     fn on_restart(&mut self) {
         self.detector = LoopDetector::default();
+        if !self.received.is_empty() {
+            self.voided.push(std::mem::take(&mut self.received));
+        }
     }
 }
