@@ -69,8 +69,11 @@ pub(crate) use plan::Shaping;
 const JOIN: &str = "\n\n";
 
 /// A tool result shorter than this many characters is never cut: its stub
-/// would save little.
-pub(crate) const MIN_CUT_CHARS: usize = 1_000;
+/// (prompts/result_cut.md, about 100 characters) would save little. At
+/// four times the stub a cut saves three quarters or more (QA: at 1,000, a
+/// turn of many reads of ~500 characters each was never cut, and grew its
+/// requests to five times the turn's budget).
+pub(crate) const MIN_CUT_CHARS: usize = 400;
 
 /// The budget of a running turn's messages in a request, in tokens: half
 /// the provider's `compact_at_tokens`. What came before the turn is kept

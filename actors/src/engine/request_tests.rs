@@ -221,13 +221,24 @@ fn a_long_turn_cuts_its_older_results_to_stubs() {
 /// sent whole.
 #[test]
 fn short_results_and_a_turn_under_budget_stay_whole() {
-    let (messages, seqs, counts) = long_turn(10, 500);
+    let (messages, seqs, counts) = long_turn(10, 300);
     let mut cut = TurnCut {
         from_seq: 10,
         budget: 1_000,
         through: 0,
     };
     assert!(plan_cuts(&messages, &seqs, &counts, 1, &mut cut, Encoding::O200kBase).is_empty());
+    // results of 500 characters are cut past the budget (QA: under 1,000
+    // none was, and a turn of many small reads grew without bound)
+    let (messages, seqs, counts) = long_turn(10, 500);
+    let mut cut = TurnCut {
+        from_seq: 10,
+        budget: 1_000,
+        through: 0,
+    };
+    let stubs = plan_cuts(&messages, &seqs, &counts, 1, &mut cut, Encoding::O200kBase);
+    let results: Vec<usize> = (0..10).map(|k| 6 + 2 * k).collect();
+    assert_eq!(stubbed(&stubs), results[..9].to_vec());
     let (messages, seqs, counts) = long_turn(3, 4_000);
     let mut cut = TurnCut {
         from_seq: 10,
