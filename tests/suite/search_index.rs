@@ -177,6 +177,7 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
              DROP INDEX sessions_owner; DROP INDEX IF EXISTS subagents_running; \
              DROP INDEX IF EXISTS bots_owner_main; DROP INDEX IF EXISTS rooms_shared; \
              DROP TABLE IF EXISTS session_floors; DROP INDEX IF EXISTS approvals_owner_pending; \
+             ALTER TABLE memory_forgotten DROP COLUMN expired_at; \
              PRAGMA user_version = 16;",
         )
         .unwrap();
