@@ -29,9 +29,11 @@ fn failing_stream() -> String {
     format!("data: {chunk}\n\nerror: {FAILURE}\n\n")
 }
 
-#[tokio::test]
-async fn an_error_line_in_a_stream_is_named_by_its_message() {
-    let (address, count) = raw_server(|_| (200, "text/event-stream", failing_stream())).await;
+/// The error of a call (one retry) to a server that answers every
+/// request with `stream` as an event stream, and how many requests it
+/// got.
+async fn failed_call(stream: fn() -> String) -> (ModelError, usize) {
+    let (address, count) = raw_server(move |_| (200, "text/event-stream", stream())).await;
     let model = OpenAiModel::new(OpenAiOptions {
         max_retries: 1,
         backoff_base: Duration::from_millis(2),
@@ -40,7 +42,12 @@ async fn an_error_line_in_a_stream_is_named_by_its_message() {
     })
     .unwrap();
     let (result, _) = complete(&model, &request("x")).await;
-    let error = result.unwrap_err();
+    (result.unwrap_err(), count.load(Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn an_error_line_in_a_stream_is_named_by_its_message() {
+    let (error, count) = failed_call(failing_stream).await;
     let ModelError::StreamBroken { attempts, detail } = &error else {
         panic!("{error:?}");
     };
@@ -49,7 +56,7 @@ async fn an_error_line_in_a_stream_is_named_by_its_message() {
         detail,
         "the provider sent an error: slot 0: KV cache is full, quokka"
     );
-    assert_eq!(count.load(Ordering::SeqCst), 2);
+    assert_eq!(count, 2);
 }
 
 /// Through the host: the turn's failure and its notice quote the server.
@@ -97,22 +104,12 @@ fn unwrapped_error_stream() -> String {
 /// error now: retried, then the call fails quoting it.
 #[tokio::test]
 async fn an_unwrapped_error_object_in_a_stream_is_the_servers_error() {
-    let (address, count) =
-        raw_server(|_| (200, "text/event-stream", unwrapped_error_stream())).await;
-    let model = OpenAiModel::new(OpenAiOptions {
-        max_retries: 1,
-        backoff_base: Duration::from_millis(2),
-        backoff_max: Duration::from_millis(50),
-        ..OpenAiOptions::new(format!("http://{address}/v1"), "test-model")
-    })
-    .unwrap();
-    let (result, _) = complete(&model, &request("x")).await;
-    let error = result.unwrap_err();
+    let (error, count) = failed_call(unwrapped_error_stream).await;
     assert!(
         error
             .to_string()
             .contains("vLLM engine: CUDA out of memory, quokka"),
         "{error:?}"
     );
-    assert_eq!(count.load(Ordering::SeqCst), 2, "{error:?}");
+    assert_eq!(count, 2, "{error:?}");
 }

@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::openai_server::OpenAiServer;
 use crate::support::openai_server::Reply;
 
@@ -16,6 +17,19 @@ use crate::support::openai_server::Reply;
 /// watch first).
 fn words(n: usize) -> String {
     (0..n).map(|i| format!("w{i} ")).collect()
+}
+
+/// A host whose bot `r` runs on `server` (the provider's `extra` lines),
+/// and the `turn_end` of its turn for "hello".
+async fn one_turn(server: &OpenAiServer, extra: &str) -> (TestHost, Value) {
+    let host = TestFleet::new()
+        .openai("main", &server.base_url(), extra)
+        .bot("r", "main", &["SendMessage"])
+        .runtime("debounce_ms = 0\nextract_memory = false")
+        .start()
+        .await;
+    let (_, end) = host.end_turn("r", "hello").await;
+    (host, end)
 }
 
 fn usage_of(end: &Value) -> (u64, u64) {
@@ -35,13 +49,7 @@ async fn a_broken_attempt_that_was_sent_again_counts_what_it_streamed() {
         .reply(Reply::text("").usage(100, 1))
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 1")
-        .bot("r", "main", &["SendMessage"])
-        .runtime("debounce_ms = 0\nextract_memory = false")
-        .start()
-        .await;
-    let (_, end) = host.end_turn("r", "hello").await;
+    let (host, end) = one_turn(&server, "max_retries = 1").await;
     assert_eq!(end["status"], "completed", "{end}");
     let (calls, completion) = usage_of(&end);
     // the broken attempt is a call, and its 156 characters are tokens
@@ -58,17 +66,7 @@ async fn an_answer_past_max_response_bytes_counts_what_it_streamed() {
         .reply(Reply::text(words(1000)))
         .start()
         .await;
-    let host = TestFleet::new()
-        .openai(
-            "main",
-            &server.base_url(),
-            "max_retries = 0\nmax_response_bytes = 1024",
-        )
-        .bot("r", "main", &["SendMessage"])
-        .runtime("debounce_ms = 0\nextract_memory = false")
-        .start()
-        .await;
-    let (_, end) = host.end_turn("r", "hello").await;
+    let (host, end) = one_turn(&server, "max_retries = 0\nmax_response_bytes = 1024").await;
     assert_eq!(end["status"], "failed", "{end}");
     let (calls, completion) = usage_of(&end);
     // 1,024 bytes of "w0 w1 …" are some 400 tokens
