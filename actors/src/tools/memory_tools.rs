@@ -169,12 +169,15 @@ async fn reachable_item(
 
 /// "expired at 2026-12-06 15:05 UTC", for an expiry in ms.
 fn expired_at(at: i64) -> String {
-    format!(
-        "expired at {}",
-        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(at)
-            .unwrap_or_default()
-            .format("%Y-%m-%d %H:%M UTC")
-    )
+    format!("expired at {}", utc_minute(at))
+}
+
+/// A time in ms as "2026-12-06 15:05 UTC", as the memory tools say times.
+fn utc_minute(ms: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%Y-%m-%d %H:%M UTC")
+        .to_string()
 }
 
 /// The answer to an id the bot may not change: the same for an id that
@@ -340,12 +343,7 @@ fn unexpected(result: &MemoryOpResult) -> ToolError {
 
 fn expiry_note(item: &MemoryItem) -> String {
     match item.expires_at {
-        Some(t) => format!(
-            " until {}",
-            chrono::DateTime::<chrono::Utc>::from_timestamp_millis(t)
-                .unwrap_or_default()
-                .format("%Y-%m-%d %H:%M UTC")
-        ),
+        Some(t) => format!(" until {}", utc_minute(t)),
         None => String::new(),
     }
 }
