@@ -372,6 +372,9 @@ prompts! {
     hop_budget_answer => "hop_budget_answer.md",
     /// After a hop budget error in a conversation with a bot.
     hop_budget_end => "hop_budget_end.md",
+    /// After a Task or MessageSubagent refused by the hop budget in a
+    /// conversation with a bot when one message to it still fits.
+    hop_budget_reply_left => "hop_budget_reply_left.md",
     /// The notice of a chain of bots cut off by the hop budget.
     hop_budget_notice => "hop_budget_notice.md",
     /// The same notice for a chain a routine or a webhook started.

@@ -221,6 +221,63 @@ steps = [
     host.shutdown().await;
 }
 
+/// A bot messaged by another at hop 1 of a budget of 2 cannot give a
+/// subagent work (the task and its report are two hops), but its reply
+/// (hop 2) still fits: the refusal says so, and the reply goes. (QA: the
+/// refusal said the exchange ended there and that SendMessage would be
+/// refused the same way, and the reply went through anyway.)
+#[tokio::test]
+async fn a_task_refused_for_its_report_leaves_the_reply_to_the_asking_bot() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { tool = "SendToAgent", args = { agent = "b", text = "DELEGATE this" } },
+  { text = "asked" },
+]
+
+[[rule]]
+bot = "b"
+match = "DELEGATE"
+steps = [
+  { tool = "Task", args = { description = "deleg job", prompt = "some work" } },
+  { tool = "SendMessage", args = { text = "could not delegate: {{tool_result}}" } },
+]
+
+[[rule]]
+bot = "p"
+steps = [ { text = "heard back" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("p", "s", &["SendMessage", "SendToAgent"])
+        .bot("b", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_hops = 2")
+        .tables("[review]\nsubagent = \"off\"")
+        .start()
+        .await;
+    let session = host.complete_turn("p", "delegate please").await;
+    // b's reply comes back into p's conversation with the person, with
+    // the refusal b was given
+    let heard = host
+        .wait_for(&session, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "agent_message" && e["from"] == "b")
+                .cloned()
+        })
+        .await;
+    let text = heard["text"].as_str().unwrap();
+    assert!(
+        text.contains("has 1 left of its hop budget of 2")
+            && text.contains("One bot-to-bot message is still left")
+            && !text.contains("refused the same way"),
+        "{heard:#}"
+    );
+    assert!(subagents_of(&host, "b").await.is_empty());
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_task_whose_report_would_pass_the_budget_is_not_started() {
     // with a budget of 3, a task from hop 2 fits (hop 3) but its report

@@ -116,8 +116,7 @@ async fn a_task_cut_off_by_the_hop_budget_is_named_by_its_task_in_the_notice() {
         text,
         "The bots working on this request messaged one another until they reached the hop \
          budget of 4 bot-to-bot messages per request: a could not start a subagent for task \
-         \"loop job\", and the exchange stopped there. What you got may be incomplete; ask \
-         again to go on from it.",
+         \"loop job\". What you got may be incomplete; ask again to go on from it.",
         "{notice:#}"
     );
     let refused: Vec<Value> = host

@@ -124,7 +124,11 @@ pub(crate) async fn hop_budget_spent(
             ("left", &max.saturating_sub(ctx.scope.hop).to_string()),
         ]),
     };
-    refusal(ctx, what.unwrap_or_default(), instead)
+    // a task refused for its report leaves one message that fits: the
+    // bot's reply (QA: it was told SendMessage would be refused too, and
+    // it went through)
+    let reply_left = ctx.scope.hop < max;
+    refusal(ctx, what.unwrap_or_default(), instead, reply_left)
 }
 
 /// The bound of `runtime.max_chain_messages` on a call of `tool` that
@@ -149,7 +153,11 @@ pub(crate) async fn chain_limit(
         .chain_budget
         .render(&[("max", &max.to_string())])
         .unwrap_or_default();
-    let mut refused = vec![refused_outcome(ctx, tool, &refusal(ctx, what, instead))];
+    let mut refused = vec![refused_outcome(
+        ctx,
+        tool,
+        &refusal(ctx, what, instead, false),
+    )];
     if ctx.scope.hop > 0 {
         // read now, written only if the writer refuses (at hop 0 the
         // bot answers its person itself)
@@ -171,10 +179,16 @@ pub(crate) async fn chain_limit(
 }
 
 /// The refusal: `what` was not sent, and what the bot can still do in its
-/// conversation.
-fn refusal(ctx: &ToolContext<'_>, what: String, instead: &str) -> ToolError {
+/// conversation (`reply_left`: one message to the bot it talks with still
+/// fits the hop budget).
+fn refusal(ctx: &ToolContext<'_>, what: String, instead: &str, reply_left: bool) -> ToolError {
     let p = prompts();
     let (then, hint) = match ctx.scope.session.key.kind {
+        // SendMessage goes to the other bot, and one message still fits
+        SessionKind::Agent if reply_left => (
+            p.hop_budget_reply_left.render(&[]),
+            "SendMessage that bot what could not be done, then end your turn",
+        ),
         // SendMessage would go to the other bot: nothing is left to do
         SessionKind::Agent | SessionKind::Room => (
             p.hop_budget_end.render(&[]),
