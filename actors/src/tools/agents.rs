@@ -655,13 +655,16 @@ impl Tool for UpdateAgent {
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         let args: UpdateArgs = parse_args("UpdateAgent", args)?;
+        // the agent first: an unknown one is what to fix before anything
+        // (QA: no fields and an unknown agent answered "nothing to
+        // change", sending the model on a second useless call)
+        let record = resolve_bot(ctx, &args.agent, "pass one of").await?;
         if args.name.is_none() && args.role.is_none() && args.tools.is_none() {
             return Err(ToolError::new(
                 "nothing to change",
                 "pass at least one of name, role, tools",
             ));
         }
-        let record = resolve_bot(ctx, &args.agent, "pass one of").await?;
         // with what the step's earlier calls changed in it
         let mut record = targets::as_in_step(ctx, record);
         targets::refuse_update_of_subagent(ctx, &record).await?;

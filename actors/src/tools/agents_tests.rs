@@ -100,6 +100,31 @@ async fn a_refused_tool_list_offers_only_the_callers_own_tools() {
     assert_eq!(err.hint, own);
 }
 
+/// UpdateAgent names an unknown agent before anything else: with no field
+/// to change it said "nothing to change", and the model's next call, with
+/// a field, met the unknown agent (QA).
+#[tokio::test]
+async fn an_update_of_an_unknown_agent_says_so_first() {
+    let f = speaker();
+    let err = UpdateAgent
+        .call(&f.ctx("c1"), json!({"agent": "nobody"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("there is no agent \"nobody\""),
+        "{err:?}"
+    );
+    f.rt.store
+        .write(vec![Mutation::UpsertBot(f.bot.clone())])
+        .await
+        .unwrap();
+    let err = UpdateAgent
+        .call(&f.ctx("c2"), json!({"agent": "b"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.message, "nothing to change");
+}
+
 /// Regression: Task's errors about its `prompt` spoke of "the text", an
 /// argument Task does not have. They name `prompt`, as the tool contract
 /// does, and say what belongs in it.
