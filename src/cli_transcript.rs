@@ -384,9 +384,11 @@ pub(super) async fn runs(
             Some((e["call_id"].as_str()?, user))
         })
         .collect();
+    let mut printed = 0_usize;
     for e in &entries {
         for line in lines(e, all, as_json) {
             outln!("{line}");
+            printed += 1;
         }
         if all {
             continue;
@@ -414,7 +416,18 @@ pub(super) async fn runs(
                     terminal::entry(format!("#{seq} {by} ▸ {text} (to your conversation)"))
                 ),
             }
+            printed += 1;
         }
+    }
+    if printed == 0 && !as_json {
+        // runs that sent nothing (a routine may stay silent), told from a
+        // command that printed nothing (QA: exit 0, nothing on either
+        // stream); on stderr, so that stdout stays the transcript (none)
+        let ran = entries.iter().filter(|e| e["kind"] == "event").count();
+        errln!(
+            "{by} sent nothing from the {what}'s {ran} {} read; `--all` shows what it did",
+            if ran == 1 { "run" } else { "runs" }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

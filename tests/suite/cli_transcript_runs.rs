@@ -28,6 +28,10 @@ steps = [
 ]
 
 [[rule]]
+match = "QUIET"
+steps = [ { text = "nothing worth telling" } ]
+
+[[rule]]
 match = "REPORTME"
 steps = [ { tool = "SendMessage", args = { text = "a push to main, 3 commits" } } ]
 "#;
@@ -50,6 +54,38 @@ async fn deliver(host: &TestHost, id: &str, action: &str) -> serde_json::Value {
         body["seq"].as_i64().unwrap(),
     )
     .await
+}
+
+/// Runs that sent nothing (a routine or hook with nothing to report) are
+/// said so on stderr, not an empty exit 0 on both streams (QA).
+#[tokio::test]
+async fn runs_that_sent_nothing_are_said_so() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
+        ))
+        .start()
+        .await;
+    let end = deliver(&host, "d-1", "QUIET").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, TOKEN).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert_eq!(
+        err.trim(),
+        "r-name (bot r) sent nothing from the webhook's 1 run read; `--all` shows what it did"
+    );
+    // what it did, with --all
+    let (code, out, err) = cli(
+        &["transcript", "r", "--hook", "gh", "--all"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert!(out.contains("nothing worth telling"), "{out}");
+    host.shutdown().await;
 }
 
 #[tokio::test]
