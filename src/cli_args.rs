@@ -97,8 +97,9 @@ pub(super) fn search_limit(value: &str) -> Result<u64, String> {
     in_range(value, "hits to show", "--limit", 1, most)
 }
 
-/// Reads `transcript --last`: at least 1 (QA: `--last 0` printed nothing
-/// and exited 0, where other counts out of range are usage errors).
+/// Reads `transcript --last`: 1 to `u32::MAX` (QA: `--last 0` printed
+/// nothing and exited 0, where other counts out of range are usage
+/// errors; a count past the range its message states was taken as all).
 pub(super) fn last_entries(value: &str) -> Result<u32, String> {
     let n = number(value, "last entries to print", 1, u64::from(u32::MAX))?;
     if n == 0 {
@@ -108,7 +109,13 @@ pub(super) fn last_entries(value: &str) -> Result<u32, String> {
                 .to_owned(),
         );
     }
-    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    u32::try_from(n).map_err(|_| {
+        format!(
+            "--last takes 1 to {} (the last entries to print); leave it out for the whole \
+             transcript",
+            u32::MAX
+        )
+    })
 }
 
 /// Reads `search --offset`: 0 to the most hits the host skips.

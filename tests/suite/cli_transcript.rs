@@ -285,6 +285,15 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
     let (code, out, err) = cli(&["transcript", "r", "--last", "0"], &host.url, TOKEN).await;
     assert_eq!((code, out.as_str()), (2, ""), "{err}");
     assert!(err.contains("--last"), "{err}");
+    // past the range the message states: refused too (QA: taken as all)
+    let (code, out, err) = cli(
+        &["transcript", "r", "--last", "4294967296"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("--last takes 1 to 4294967295"), "{err}");
     host.shutdown().await;
 }
 
