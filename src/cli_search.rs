@@ -352,6 +352,12 @@ fn query_named(e: anyhow::Error) -> anyhow::Error {
                         format!("the query: {rest}")
                     };
             }
+            // the host's words for its parameters, said as this command's
+            // flags (QA: "search without `session`")
+            answered.message = answered
+                .message
+                .replace("`session` of a hit", "session of a hit (--session)")
+                .replace("without `session`", "without --session");
             anyhow::Error::new(answered)
         }
         Err(e) => e,

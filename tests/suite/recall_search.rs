@@ -158,6 +158,16 @@ async fn search_through_the_api_and_the_cli_with_clear_errors() {
     let (code, _, err) = cli(&["search", "x", "--bot", "nobody"], &host.url, TOKEN).await;
     assert_eq!(code, 1);
     assert!(err.contains("no bot \"nobody\" for you"), "{err}");
+    // the host's parameters said as the command's flags (QA: "search
+    // without `session`")
+    for session in ["nope", "01a24c33-0000-7000-8000-000000000000"] {
+        let (code, _, err) = cli(&["search", "x", "--session", session], &host.url, TOKEN).await;
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("session of a hit (--session)") && !err.contains("`session`"),
+            "{err}"
+        );
+    }
     host.shutdown().await;
 }
 
