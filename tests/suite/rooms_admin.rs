@@ -416,7 +416,17 @@ async fn a_closed_room_refuses_messages_but_keeps_its_timeline() {
         "{entries:#?}"
     );
     assert!(!entries.iter().any(|e| e["text"] == "anyone?"));
-    assert_eq!(notices(&entries, "room_closed").len(), 1, "{entries:#?}");
+    let closed = notices(&entries, "room_closed");
+    assert_eq!(closed.len(), 1, "{entries:#?}");
+    // it says what still runs: every discussion of a message posted
+    // before it, not only a running one (QA)
+    assert!(
+        closed[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the discussions of messages posted before the close still run"),
+        "{closed:#?}"
+    );
     let hit = host
         .wait_get("/v1/search?q=zebracorn", |v| {
             v["hits"]

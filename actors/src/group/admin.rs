@@ -254,8 +254,8 @@ pub async fn close_room(rt: &Runtime, user: &UserId, room: &str) -> Result<RoomR
             code: CLOSED_CODE.into(),
             text: format!(
                 "{user} closed this room: it takes no more messages. Its timeline stays \
-                 readable and searchable; a discussion already running finishes. Create a new \
-                 room to go on."
+                 readable and searchable; the discussions of messages posted before the \
+                 close still run. Create a new room to go on."
             ),
             retry_turn: None,
         },
