@@ -36,6 +36,25 @@ match = "REPORTME"
 steps = [ { tool = "SendMessage", args = { text = "a push to main, 3 commits" } } ]
 "#;
 
+/// A host with alice's bot `r` on [`SCRIPT`] and its webhook `gh`.
+async fn hooked_host() -> TestHost {
+    TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage"])
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
+        ))
+        .start()
+        .await
+}
+
+/// `botfleet transcript r --hook gh` with `flags`, as alice.
+async fn hook_runs(host: &TestHost, flags: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["transcript", "r", "--hook", "gh"];
+    args.extend_from_slice(flags);
+    cli(&args, &host.url, TOKEN).await
+}
+
 /// Delivers `{"action": ACTION}` to r's hook `gh` as delivery `id`, signed;
 /// waits for the run's end and returns its `turn_end` entry.
 async fn deliver(host: &TestHost, id: &str, action: &str) -> serde_json::Value {
@@ -60,29 +79,17 @@ async fn deliver(host: &TestHost, id: &str, action: &str) -> serde_json::Value {
 /// said so on stderr, not an empty exit 0 on both streams (QA).
 #[tokio::test]
 async fn runs_that_sent_nothing_are_said_so() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .bot_lines(&format!(
-            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
-        ))
-        .start()
-        .await;
+    let host = hooked_host().await;
     let end = deliver(&host, "d-1", "QUIET").await;
     assert_eq!(end["status"], "completed", "{end}");
-    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, TOKEN).await;
+    let (code, out, err) = hook_runs(&host, &[]).await;
     assert_eq!((code, out.as_str()), (0, ""), "{err}");
     assert_eq!(
         err.trim(),
         "r-name (bot r) sent nothing from the webhook's 1 run read; `--all` shows what it did"
     );
     // what it did, with --all
-    let (code, out, err) = cli(
-        &["transcript", "r", "--hook", "gh", "--all"],
-        &host.url,
-        TOKEN,
-    )
-    .await;
+    let (code, out, err) = hook_runs(&host, &["--all"]).await;
     assert_eq!((code, err.as_str()), (0, ""), "{out}");
     assert!(out.contains("nothing worth telling"), "{out}");
     host.shutdown().await;
@@ -90,16 +97,9 @@ async fn runs_that_sent_nothing_are_said_so() {
 
 #[tokio::test]
 async fn transcript_prints_a_webhooks_runs_and_its_failure() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("r", "s", &["SendMessage"])
-        .bot_lines(&format!(
-            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{SECRET}\"\n"
-        ))
-        .start()
-        .await;
+    let host = hooked_host().await;
     // no run yet: said so, naming where hooks are
-    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, TOKEN).await;
+    let (code, out, err) = hook_runs(&host, &[]).await;
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert!(
         err.contains("no runs of webhook \"gh\" of bot r") && err.contains("`botfleet hooks r`"),
@@ -113,19 +113,14 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     assert_eq!(end["status"], "failed", "{end}");
 
     // the failure, with its retry, by default
-    let (code, out, err) = cli(&["transcript", "r", "--hook", "gh"], &host.url, TOKEN).await;
+    let (code, out, err) = hook_runs(&host, &[]).await;
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("[turn_failed]") && out.contains("webhook gh") && out.contains("boom"),
         "{out}"
     );
     // with --all, the delivery that set it off
-    let (code, out, err) = cli(
-        &["transcript", "r", "--hook", "gh", "--all", "--last", "5"],
-        &host.url,
-        TOKEN,
-    )
-    .await;
+    let (code, out, err) = hook_runs(&host, &["--all", "--last", "5"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("FAILME"), "{out}");
     // the person's conversation is not the hook's
@@ -136,12 +131,7 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     // conversation (QA, 2026-12-04: it printed nothing without --all)
     let end = deliver(&host, "d-2", "REPORTME").await;
     assert_eq!(end["status"], "completed", "{end}");
-    let (code, out, err) = cli(
-        &["transcript", "r", "--hook", "gh", "--last", "1"],
-        &host.url,
-        TOKEN,
-    )
-    .await;
+    let (code, out, err) = hook_runs(&host, &["--last", "1"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(
         out.trim_end()
@@ -153,23 +143,13 @@ async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     // still the last delivered message (it showed the refused call as
     // delivered to you, QA)
     deliver(&host, "d-3", "EMPTYSEND").await;
-    let (code, out, err) = cli(
-        &["transcript", "r", "--hook", "gh", "--last", "1"],
-        &host.url,
-        TOKEN,
-    )
-    .await;
+    let (code, out, err) = hook_runs(&host, &["--last", "1"]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out.trim_end(),
         "#5 r-name (bot r) ▸ a push to main, 3 commits (to your conversation)"
     );
-    let (code, out, err) = cli(
-        &["transcript", "r", "--hook", "gh", "--json"],
-        &host.url,
-        TOKEN,
-    )
-    .await;
+    let (code, out, err) = hook_runs(&host, &["--json"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("a push to main"), "{out}");
     // another user's bot: the host's 404, nothing of its runs
