@@ -177,11 +177,7 @@ pub(crate) async fn forget(
         ))
     };
     let (scope, expired) = match state.fleet.store().memory_lookup(&id).await? {
-        MemoryLookup::Found(item) => {
-            let now = state.fleet.store().clock().now_ms();
-            let expired = item.expires_at.filter(|_| item.is_expired(now));
-            (item.scope, expired)
-        }
+        MemoryLookup::Found(item) => (item.scope, None),
         MemoryLookup::Forgotten(scope) => (scope, None),
         MemoryLookup::Expired { scope, at } => (scope, Some(at)),
         MemoryLookup::Unknown => return Err(not_found()),
@@ -190,7 +186,8 @@ pub(crate) async fn forget(
         return Err(not_found());
     }
     // a note past its expiry is gone, whether or not it was purged yet
-    // (forgetting one answered with the model's "list what is remembered")
+    // (`memory_lookup` says so; forgetting one answered with the model's
+    // "list what is remembered")
     if let Some(at) = expired {
         let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(at).unwrap_or_default();
         return Err(ApiError::NotFound(format!(

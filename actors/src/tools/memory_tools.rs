@@ -148,14 +148,8 @@ async fn reachable_item(
 ) -> Result<Result<MemoryItem, Gone>, ToolError> {
     let id = MemoryId::parse(raw).map_err(|e| ToolError::bad_args(tool, e))?;
     let reach = bot_scopes(ctx.bot);
-    let now = ctx.store().clock().now_ms();
     match ctx.store().memory_lookup(&id).await.map_err(store_error)? {
-        MemoryLookup::Found(item) if reach.contains(&item.scope) => {
-            match item.expires_at.filter(|_| item.is_expired(now)) {
-                Some(at) => Ok(Err(Gone::Expired { id, at })),
-                None => Ok(Ok(item)),
-            }
-        }
+        MemoryLookup::Found(item) if reach.contains(&item.scope) => Ok(Ok(item)),
         MemoryLookup::Forgotten(scope) if reach.contains(&scope) => Ok(Err(Gone::Forgotten(id))),
         MemoryLookup::Expired { scope, at } if reach.contains(&scope) => {
             Ok(Err(Gone::Expired { id, at }))

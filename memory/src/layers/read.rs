@@ -98,11 +98,12 @@ fn log_candidates(conn: &Connection, scope: &MemoryScope, out: &mut Vec<Candidat
 /// What lookup found for an id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemoryLookup {
-    /// The item exists.
+    /// The item exists (a note not past its expiry).
     Found(MemoryItem),
     /// It was forgotten; its scope is kept, its text is not.
     Forgotten(MemoryScope),
-    /// A note purged past its expiry: its scope is kept, its text is not.
+    /// A note past its expiry by the store's clock, purged or not yet:
+    /// its scope is kept, its text is not shown.
     Expired {
         /// The scope it was in.
         scope: MemoryScope,
@@ -145,12 +146,21 @@ impl Store {
         .await
     }
 
-    /// An item by id, or whether it was forgotten.
+    /// An item by id, or whether it was forgotten or expired (a note
+    /// past its expiry reads expired whether or not a write to its scope
+    /// purged it yet, so no caller checks the time itself).
     pub async fn memory_lookup(&self, id: &MemoryId) -> Result<MemoryLookup> {
         let id = id.clone();
+        let now = self.clock().now_ms();
         self.memory_read(move |c| {
             Ok(match get_item(c, &id)? {
-                Some(item) => MemoryLookup::Found(item),
+                Some(item) => match item.expires_at.filter(|_| item.is_expired(now)) {
+                    Some(at) => MemoryLookup::Expired {
+                        scope: item.scope,
+                        at,
+                    },
+                    None => MemoryLookup::Found(item),
+                },
                 None => match forgotten_scope(c, &id)? {
                     Some((scope, None)) => MemoryLookup::Forgotten(scope),
                     Some((scope, Some(at))) => MemoryLookup::Expired { scope, at },
