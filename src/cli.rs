@@ -442,24 +442,29 @@ fn long_value_cut(e: clap::Error) -> clap::Error {
 
 /// clap's error for `botfleet search milk -cheese`, whose `-cheese` is
 /// read as options: clap's tip (`-- -c`) would search for `-c`. Said as
-/// what it is: an exclusion goes inside the quoted query. Other errors are
-/// clap's own.
+/// what it is: an exclusion goes inside the quoted query. So is `-hyena`,
+/// which clap read as `-h` and answered with the help, exiting 0 with no
+/// search run (QA, 2026-12-06); `-h` or `--help` typed as such still asks
+/// for the help. Other errors are clap's own.
 fn exclusion_hint(e: clap::Error) -> clap::Error {
     use clap::CommandFactory as _;
     use clap::error::ContextKind;
     use clap::error::ContextValue;
-    if e.kind() != clap::error::ErrorKind::UnknownArgument {
-        return e;
-    }
+    use clap::error::ErrorKind;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(at) = args.iter().position(|a| a == "search") else {
         return e;
     };
-    let Some(ContextValue::String(flag)) = e.get(ContextKind::InvalidArg) else {
-        return e;
+    let after = &args[at + 1..];
+    let flag = match (e.kind(), e.get(ContextKind::InvalidArg)) {
+        (ErrorKind::UnknownArgument, Some(ContextValue::String(flag))) => flag.clone(),
+        (ErrorKind::DisplayHelp, _) if !after.iter().any(|a| a == "-h" || a == "--help") => {
+            "-h".to_owned()
+        }
+        _ => return e,
     };
     // the word as typed (clap names only its first letter, `-c`)
-    let Some(word) = args[at + 1..]
+    let Some(word) = after
         .iter()
         .find(|a| a.starts_with(flag.as_str()) && !a.starts_with("--"))
     else {

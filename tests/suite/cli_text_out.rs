@@ -107,6 +107,18 @@ async fn search_words_may_be_given_unquoted() {
         err.contains(r#"botfleet search 'buy -cheese -butter it'\''s' --limit 2 --json"#),
         "{err}"
     );
+    // a word of `-h…` too: clap read it as `-h` and printed the help,
+    // exiting 0 with no search run (QA, 2026-12-06)
+    let (code, out, err) = cli(&["search", "buy", "-honey"], &host.url, TOKEN).await;
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("`-honey` reads as an option") && err.contains("botfleet search 'buy -honey'"),
+        "{err}"
+    );
+    // `-h` itself is the help
+    let (code, out, _) = cli(&["search", "buy", "-h"], &host.url, TOKEN).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: botfleet search"), "{out}");
     let (code, out, err) = cli(&["search", "buy -cheese"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
     assert!(
