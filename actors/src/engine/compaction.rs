@@ -212,9 +212,27 @@ pub(crate) fn cut_within(
     keep_from: Option<i64>,
     verbatim: Option<(u64, Encoding)>,
 ) -> Option<i64> {
-    let newest = entries.last()?.seq;
-    let oldest_verbatim = newest.saturating_sub(verbatim_budget(window)) + 1;
-    let oldest_newest_input = newest.saturating_sub(newest_input_budget(window)) + 1;
+    let first = entries.first()?.seq;
+    // the budgets count transcript entries, not seqs: summaries written
+    // among them (a catch-up round of many chunks writes one per chunk,
+    // after the running turn's input) are no part of what stays verbatim
+    // (with 12 of them after a person's message, the next summary took
+    // that message and left the reply to it)
+    let transcript: Vec<i64> = entries
+        .iter()
+        .filter(|e| !matches!(e.kind, EntryKind::Summary { .. }))
+        .map(|e| e.seq)
+        .collect();
+    let nth_newest = |n: i64| {
+        usize::try_from(n)
+            .ok()
+            .and_then(|n| transcript.len().checked_sub(n))
+            .and_then(|i| transcript.get(i).copied())
+            // fewer than `n`: all of them
+            .unwrap_or(first)
+    };
+    let oldest_verbatim = nth_newest(verbatim_budget(window));
+    let oldest_newest_input = nth_newest(newest_input_budget(window));
     let oldest_in_tokens = verbatim.map_or(i64::MIN, |(budget, encoding)| {
         bounds::oldest_within(entries, budget, encoding)
     });

@@ -132,6 +132,44 @@ fn recent_inputs_yield_to_the_window() {
     assert_eq!(cut_at(&entries, 55, 4, 12, Some(56)), None);
 }
 
+/// Regression: a catch-up round of many chunks wrote one summary per
+/// chunk after the running turn's input, and the budgets counted seqs: in
+/// the next round the person's message lay more than half a window back,
+/// so the summary took it and left the bot's reply to it verbatim.
+#[test]
+fn summaries_written_after_an_input_do_not_count_as_kept_entries() {
+    let summary = |seq: i64| {
+        entry(
+            seq,
+            "system",
+            EntryKind::Summary {
+                text: format!("summary {seq}"),
+                covers_to_seq: seq,
+                epoch: seq,
+            },
+        )
+    };
+    // the input at 30, twelve chunk summaries (31..=42), the reply at 43
+    let mut entries = vec![user(30)];
+    entries.extend((31..=42).map(summary));
+    entries.push(entry(
+        43,
+        "b",
+        EntryKind::Assistant {
+            reasoning: None,
+            text: "done".into(),
+            tool_calls: Vec::new(),
+        },
+    ));
+    // a window of 20 keeps the newest input with its turn (two entries of
+    // the transcript): nothing new to summarise
+    assert_eq!(cut_at(&entries, 29, 4, 20, None), None);
+    // and with the next input, the newest input alone stays
+    entries.push(user(44));
+    assert_eq!(cut_at(&entries, 29, 4, 20, None), None);
+    assert_eq!(cut_at(&entries, 29, 1, 20, None), Some(43));
+}
+
 /// Regression: a summary entry lies after the seq it covers, so the
 /// range after one summary held that summary (and later ranges older
 /// ones), and the summariser read it twice: once at the top of the

@@ -11,8 +11,9 @@
 //! message is counted once.
 //!
 //! The window and the summary: a tail holds the newest
-//! `runtime.context_entries` entries after the summary (and a running
-//! turn's inputs and entries, however many), so when it is (re)loaded or
+//! `runtime.context_entries` entries after the summary (summaries among
+//! them take no place in the window; a running turn's inputs and
+//! entries stay, however many), so when it is (re)loaded or
 //! trimmed its oldest entries leave it. Every entry older than the first
 //! one it holds must be covered by the summary. The tail records the seq
 //! through which the window left entries out (`dropped_through`); past
@@ -42,6 +43,7 @@ use std::collections::HashSet;
 
 use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
 use botfleet_memory::SessionId;
 use botfleet_memory::SessionRecord;
 use botfleet_memory::SessionView;
@@ -90,6 +92,11 @@ pub(crate) struct SessionTail {
     skipped: HashSet<i64>,
     /// Entries since the last load.
     since_load: usize,
+    /// Seqs of the summaries among the entries the tail holds (the
+    /// context leaves them out: the latest is its head). The window counts
+    /// entries of the transcript, not summaries, as a load does
+    /// (`Store::session_view`).
+    summaries: Vec<i64>,
     /// The newest seq when a compaction last found nothing or failed, plus
     /// a quarter window: neither the entry count nor the window asks for
     /// another before then (0 after a compaction that wrote a summary).
@@ -145,6 +152,7 @@ impl SessionTail {
             pushed: HashSet::new(),
             skipped: HashSet::new(),
             since_load: 0,
+            summaries: Vec::new(),
             compact_retry_at: 0,
             hold_for_turn: false,
             turn_cut: None,
@@ -185,7 +193,7 @@ impl SessionTail {
         identity: &str,
         state: &StateBlock,
     ) -> bool {
-        let Some(top) = self.held_through() else {
+        let Some(top) = self.trim_top(window) else {
             return false;
         };
         let window = i64::try_from(window).unwrap_or(i64::MAX);
@@ -195,6 +203,7 @@ impl SessionTail {
             return false;
         };
         self.dropped_through = self.dropped_through.max(through);
+        self.summaries.retain(|&seq| seq > cut);
         let head = self.context.head();
         if self.counted.len() > head {
             let end = (head + dropped).min(self.counted.len());
@@ -221,10 +230,24 @@ impl SessionTail {
         (self.skipped.is_empty() && contiguous && self.context.can_drop()).then_some(top)
     }
 
+    /// [`SessionTail::held_through`], when the newest `window` seqs it
+    /// holds are the newest `window` entries of the transcript too: a
+    /// summary among them widens a load's window
+    /// (`Store::session_view`), which a trim does not follow — the tail
+    /// reloads instead.
+    fn trim_top(&self, window: usize) -> Option<i64> {
+        let top = self.held_through()?;
+        let start = top.saturating_sub(i64::try_from(window).unwrap_or(i64::MAX));
+        self.summaries
+            .iter()
+            .all(|&seq| seq <= start)
+            .then_some(top)
+    }
+
     /// Whether a tail due for a (re)load can instead be trimmed in memory
     /// ([`SessionTail::trim`]): it was loaded and only grew past its window.
     pub(crate) fn can_trim(&self, window: usize) -> bool {
-        self.since_load > window.max(1) && self.held_through().is_some()
+        self.since_load > window.max(1) && self.trim_top(window).is_some()
     }
 
     /// Whether the tail holds an input (a user-side message) newer than
@@ -254,7 +277,16 @@ impl SessionTail {
     pub(crate) fn unsummarised_past(&self, window: usize) -> bool {
         let window = i64::try_from(window).unwrap_or(i64::MAX);
         let newest = self.newest_seq();
-        (newest - self.covers_to_seq).saturating_mul(2) > window && !self.compaction_held()
+        // summaries are no part of it (a catch-up compaction writes one
+        // per chunk after the running turn's input)
+        let summaries = self
+            .summaries
+            .iter()
+            .filter(|&&seq| seq > self.covers_to_seq)
+            .count();
+        let unsummarised =
+            (newest - self.covers_to_seq).saturating_sub(i64::try_from(summaries).unwrap_or(0));
+        unsummarised.saturating_mul(2) > window && !self.compaction_held()
     }
 
     /// Whether the window left out entries no summary covers: the next
@@ -444,6 +476,11 @@ impl SessionTail {
         for e in entries {
             context.push(e);
         }
+        self.summaries = entries
+            .iter()
+            .filter(|e| matches!(e.kind, EntryKind::Summary { .. }))
+            .map(|e| e.seq)
+            .collect();
         self.context = context;
         self.counted.clear();
         self.update_anchor = None;
@@ -498,6 +535,9 @@ impl SessionTail {
         }
         if !self.pushed.insert(entry.seq) {
             return;
+        }
+        if matches!(entry.kind, EntryKind::Summary { .. }) {
+            self.summaries.push(entry.seq);
         }
         self.context.push(entry);
         if let Some(i) = self.context.take_edited() {

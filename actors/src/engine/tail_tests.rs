@@ -459,7 +459,7 @@ async fn the_entry_count_asks_for_a_compaction_and_then_holds() {
 }
 
 /// Writes a summary covering through `cut`, as a compaction does.
-async fn summarise(store: &Store, session: SessionId, cut: i64, epoch: i64) {
+pub(super) async fn summarise(store: &Store, session: SessionId, cut: i64, epoch: i64) {
     store
         .write(vec![
             Mutation::Append(Box::new(NewEntry {

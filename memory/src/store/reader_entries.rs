@@ -194,3 +194,14 @@ pub(crate) fn latest_summary(conn: &Connection, session: SessionId) -> Result<Op
     )?
     .pop())
 }
+
+/// How many summaries `session` holds after `seq`: through the partial
+/// index `entries_summary`, so a count never walks the session's other
+/// entries.
+pub(crate) fn summaries_after(conn: &Connection, session: SessionId, seq: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM entries WHERE session_id = ?1 AND kind = 'summary' AND seq > ?2",
+        )?
+        .query_row(params![session.to_string(), seq], |r| r.get(0))?)
+}

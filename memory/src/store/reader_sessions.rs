@@ -8,6 +8,7 @@ use rusqlite::params;
 use super::corrupt;
 use super::entries::entries_after;
 use super::entries::latest_summary;
+use super::entries::summaries_after;
 use crate::error::Result;
 use crate::ids::BotId;
 use crate::ids::SessionId;
@@ -110,7 +111,8 @@ pub(super) const OWNER_SESSIONS: &str =
     "WHERE s.owner = ?1 AND s.kind != 'room' ORDER BY s.created_at";
 
 /// A session's record, its latest summary and its newest entries after
-/// the summary: from `last_seq - window` (or the summary's end, if later),
+/// the summary: the newest `window` entries other than summaries (or
+/// from the summary's end, if later),
 /// at most `2 × window` — and, when `keep_from` is given, from that seq on
 /// whatever the window (a running turn's first input: its inputs and its
 /// own entries must be in its context however many entries it wrote). One
@@ -131,7 +133,21 @@ pub(crate) fn session_view(
     // than its owner's to read (a summary of it included)
     let floor = crate::store::session_floors::floor_of(&tx, session)?;
     let summary = latest_summary(&tx, session)?.filter(|s| floor.is_none_or(|f| s.seq >= f));
-    let newest = last.saturating_sub(window);
+    // the window is the newest `window` entries of the transcript: the
+    // summaries among them do not count (a catch-up compaction of many
+    // chunks writes one per chunk, which pushed the turn's input out of
+    // the next turn's window with no summary covering it). Each pass
+    // widens the window by the summaries in it, so `newest` only falls,
+    // and never below `last - window` minus every summary: it ends.
+    let mut newest = last.saturating_sub(window);
+    loop {
+        let summaries = summaries_after(&tx, session, newest)?;
+        let wider = last.saturating_sub(window).saturating_sub(summaries);
+        if wider >= newest {
+            break;
+        }
+        newest = wider;
+    }
     let start = keep_from.map_or(newest, |k| newest.min(k.saturating_sub(1)));
     let from = crate::record::covers_to_seq(summary.as_ref())
         .max(start)

@@ -145,6 +145,59 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
     Ok(())
 }
 
+/// Regression: a catch-up compaction writes one summary per chunk, all
+/// after the running turn's input. The window counted seqs, so with more
+/// summaries than the window the next turn's view left that input out,
+/// though no summary covered it.
+#[tokio::test]
+async fn a_session_views_window_does_not_count_summaries() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    store.write(vec![admit("n1", "hello", None)]).await?;
+    let session = alice_dm().id();
+    // seq 2 the turn's input; 3-8 six chunk summaries covering through 1;
+    // 9 the reply, 10 the next input
+    let mut batch = vec![entry(
+        session,
+        EntryKind::UserMessage {
+            text: "book the train".into(),
+        },
+    )];
+    for epoch in 1..=6 {
+        batch.push(entry(
+            session,
+            EntryKind::Summary {
+                text: format!("chunk {epoch}"),
+                covers_to_seq: 1,
+                epoch,
+            },
+        ));
+    }
+    for text in ["Booked.", "thanks"] {
+        batch.push(entry(session, EntryKind::UserMessage { text: text.into() }));
+    }
+    store.write(batch).await?;
+    let seqs = |v: &SessionView| v.entries.iter().map(|e| e.seq).collect::<Vec<_>>();
+    let view = store.session_view(session, 3, None).await?;
+    assert_eq!(view.covers_to_seq(), 1);
+    assert_eq!(seqs(&view), [2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // two entries of the transcript: the newest two, the summaries between
+    let view = store.session_view(session, 2, None).await?;
+    assert_eq!(seqs(&view), [9, 10]);
+    // the count goes through the partial index
+    let plan: String = store.read_blocking(|c| {
+        Ok(c.query_row(
+            "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM entries
+             WHERE session_id = ?1 AND kind = 'summary' AND seq > ?2",
+            rusqlite::params![session.to_string(), 3],
+            |r| r.get(3),
+        )?)
+    })?;
+    assert!(plan.contains("entries_summary"), "{plan}");
+    store.close().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_session_page_is_its_record_and_entries_in_one_read() -> TestResult {
     let dir = tempfile::tempdir()?;
