@@ -22,6 +22,25 @@ fn entry(session: SessionId, kind: EntryKind) -> Mutation {
     }))
 }
 
+fn said(text: &str) -> EntryKind {
+    EntryKind::UserMessage { text: text.into() }
+}
+
+fn summary(text: &str, covers_to_seq: i64, epoch: i64) -> EntryKind {
+    EntryKind::Summary {
+        text: text.into(),
+        covers_to_seq,
+        epoch,
+    }
+}
+
+/// SQLite's plan for `sql` with `args`: the detail of its first step.
+fn query_plan(store: &Store, sql: &str, args: &[&dyn rusqlite::ToSql]) -> crate::Result<String> {
+    store.read_blocking(|c| {
+        Ok(c.query_row(&format!("EXPLAIN QUERY PLAN {sql}"), args, |r| r.get(3))?)
+    })
+}
+
 #[tokio::test]
 async fn latest_summary_is_the_newest_and_found_through_its_index() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -32,28 +51,14 @@ async fn latest_summary_is_the_newest_and_found_through_its_index() -> TestResul
     let mut batch = Vec::new();
     for i in 0..3i64 {
         for _ in 0..5 {
-            batch.push(entry(
-                session,
-                EntryKind::UserMessage {
-                    text: "more".into(),
-                },
-            ));
+            batch.push(entry(session, said("more")));
         }
         batch.push(entry(
             session,
-            EntryKind::Summary {
-                text: format!("summary {i}"),
-                covers_to_seq: 5 * (i + 1),
-                epoch: i + 1,
-            },
+            summary(&format!("summary {i}"), 5 * (i + 1), i + 1),
         ));
     }
-    batch.push(entry(
-        session,
-        EntryKind::UserMessage {
-            text: "after".into(),
-        },
-    ));
+    batch.push(entry(session, said("after")));
     store.write(batch).await?;
     let latest = store.latest_summary(session).await?.ok_or("no summary")?;
     assert_eq!(latest.seq, 19);
@@ -66,14 +71,12 @@ async fn latest_summary_is_the_newest_and_found_through_its_index() -> TestResul
         }
     );
     // the read must not walk the session: it goes through the partial index
-    let plan: String = store.read_blocking(|c| {
-        Ok(c.query_row(
-            "EXPLAIN QUERY PLAN SELECT seq FROM entries
-             WHERE session_id = ?1 AND kind = 'summary' ORDER BY seq DESC LIMIT 1",
-            [session.to_string()],
-            |r| r.get(3),
-        )?)
-    })?;
+    let plan = query_plan(
+        &store,
+        "SELECT seq FROM entries
+         WHERE session_id = ?1 AND kind = 'summary' ORDER BY seq DESC LIMIT 1",
+        &[&session.to_string()],
+    )?;
     assert!(plan.contains("entries_summary"), "{plan}");
     store.close().await;
     Ok(())
@@ -88,7 +91,7 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
     // seqs 2-6 messages, 7 a summary covering 1-6, 8 and 9 messages
     let mut batch = Vec::new();
     for _ in 0..5 {
-        batch.push(entry(session, EntryKind::UserMessage { text: "m".into() }));
+        batch.push(entry(session, said("m")));
     }
     batch.push(entry(
         session,
@@ -99,7 +102,7 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
         },
     ));
     for _ in 0..2 {
-        batch.push(entry(session, EntryKind::UserMessage { text: "n".into() }));
+        batch.push(entry(session, said("n")));
     }
     store.write(batch).await?;
     let seqs = |v: &SessionView| v.entries.iter().map(|e| e.seq).collect::<Vec<_>>();
@@ -121,12 +124,7 @@ async fn a_session_view_is_its_record_summary_and_newest_entries() -> TestResult
 
     // the read leaves no transaction open on its pooled connection: the
     // next view sees a newer commit
-    store
-        .write(vec![entry(
-            session,
-            EntryKind::UserMessage { text: "o".into() },
-        )])
-        .await?;
+    store.write(vec![entry(session, said("o"))]).await?;
     let later = store.session_view(session, 2, None).await?;
     assert_eq!(later.record.as_ref().map(|r| r.last_seq), Some(10));
     assert_eq!(seqs(&later), [9, 10]);
@@ -157,24 +155,12 @@ async fn a_session_views_window_does_not_count_summaries() -> TestResult {
     let session = alice_dm().id();
     // seq 2 the turn's input; 3-8 six chunk summaries covering through 1;
     // 9 the reply, 10 the next input
-    let mut batch = vec![entry(
-        session,
-        EntryKind::UserMessage {
-            text: "book the train".into(),
-        },
-    )];
+    let mut batch = vec![entry(session, said("book the train"))];
     for epoch in 1..=6 {
-        batch.push(entry(
-            session,
-            EntryKind::Summary {
-                text: format!("chunk {epoch}"),
-                covers_to_seq: 1,
-                epoch,
-            },
-        ));
+        batch.push(entry(session, summary(&format!("chunk {epoch}"), 1, epoch)));
     }
     for text in ["Booked.", "thanks"] {
-        batch.push(entry(session, EntryKind::UserMessage { text: text.into() }));
+        batch.push(entry(session, said(text)));
     }
     store.write(batch).await?;
     let seqs = |v: &SessionView| v.entries.iter().map(|e| e.seq).collect::<Vec<_>>();
@@ -185,14 +171,12 @@ async fn a_session_views_window_does_not_count_summaries() -> TestResult {
     let view = store.session_view(session, 2, None).await?;
     assert_eq!(seqs(&view), [9, 10]);
     // the count goes through the partial index
-    let plan: String = store.read_blocking(|c| {
-        Ok(c.query_row(
-            "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM entries
-             WHERE session_id = ?1 AND kind = 'summary' AND seq > ?2",
-            rusqlite::params![session.to_string(), 3],
-            |r| r.get(3),
-        )?)
-    })?;
+    let plan = query_plan(
+        &store,
+        "SELECT COUNT(*) FROM entries
+         WHERE session_id = ?1 AND kind = 'summary' AND seq > ?2",
+        &[&session.to_string(), &3],
+    )?;
     assert!(plan.contains("entries_summary"), "{plan}");
     store.close().await;
     Ok(())
@@ -204,9 +188,7 @@ async fn a_session_page_is_its_record_and_entries_in_one_read() -> TestResult {
     let store = open(&dir)?;
     store.write(vec![admit("n1", "hello", None)]).await?;
     let session = alice_dm().id();
-    let batch = (0..4)
-        .map(|_| entry(session, EntryKind::UserMessage { text: "m".into() }))
-        .collect();
+    let batch = (0..4).map(|_| entry(session, said("m"))).collect();
     store.write(batch).await?;
     let page = |after, limit| store.session_page(session, after, limit);
     let seqs = |entries: &[Entry]| entries.iter().map(|e| e.seq).collect::<Vec<_>>();
@@ -222,12 +204,7 @@ async fn a_session_page_is_its_record_and_entries_in_one_read() -> TestResult {
     };
     assert_eq!(seqs(&rest), [4, 5]);
     // the read leaves no transaction open on its pooled connection
-    store
-        .write(vec![entry(
-            session,
-            EntryKind::UserMessage { text: "o".into() },
-        )])
-        .await?;
+    store.write(vec![entry(session, said("o"))]).await?;
     let Some((later, newest)) = page(5, 100).await? else {
         panic!("the session exists")
     };
