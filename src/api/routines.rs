@@ -51,13 +51,14 @@ fn check_name(name: &str) -> Result<(), ApiError> {
 /// turn, found on the live board when it lists the fire among its inputs
 /// (`GET /v1/turns/{turn}` and `GET /v1/bots/{bot}/turns` answer it the
 /// same way). Before, such a run showed `waiting`, as if the bot had not
-/// got to it.
+/// got to it. So is a retry of a stored run that ended, running now.
 async fn last_runs(
     state: &ApiState,
     bot: &BotId,
 ) -> Result<Vec<(String, Option<TurnRecord>)>, ApiError> {
     let runs = state.fleet.store().routine_runs(bot).await?;
-    let running = if runs.iter().any(|r| r.turn.is_none()) {
+    let ended = |t: &TurnRecord| t.status != botfleet_memory::TurnStatus::Running;
+    let running = if runs.iter().any(|r| r.turn.as_ref().is_none_or(ended)) {
         // the board is not there while the router restarts: the stored
         // runs are still told
         state.fleet.running_record(bot).await.ok().flatten()
@@ -67,13 +68,14 @@ async fn last_runs(
     Ok(runs
         .into_iter()
         .map(|RoutineRun { name, fire, turn }| {
-            let turn = turn.or_else(|| {
-                running
-                    .as_ref()
-                    .filter(|t| t.inputs.contains(&fire))
-                    .cloned()
-            });
-            (name, turn)
+            // a running turn that took the fire is its newest: one not
+            // stored yet, or a retry of a stored turn that ended (the view
+            // told the cancelled run while its retry ran, QA 2026-12-06)
+            let live = running
+                .as_ref()
+                .filter(|t| t.inputs.contains(&fire))
+                .cloned();
+            (name, live.or(turn))
         })
         .collect())
 }

@@ -108,5 +108,36 @@ async fn a_run_on_its_first_model_call_is_running_in_the_routine_view() {
         (&json!("cancelled"), &running["id"]),
         "{ended}"
     );
+
+    // retried, the run is the retry, running from its first model call
+    // (the view told the cancelled turn until the retry ended, QA
+    // 2026-12-06)
+    let first = running["id"].as_str().unwrap_or_default();
+    let (status, body) = host
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/turns/{first}/retry"),
+            TOKEN,
+            None,
+        )
+        .await;
+    assert!((200..300).contains(&status), "{status} {body}");
+    let retry = host
+        .wait_get("/v1/bots/r/turns", |v| {
+            v["turns"]
+                .as_array()?
+                .iter()
+                .find(|t| t["status"] == "running" && t["id"] != running["id"])
+                .cloned()
+        })
+        .await;
+    let (status, body) = host.get("/v1/bots/r/routines", TOKEN).await;
+    assert_eq!(status, 200, "{body}");
+    let routine = &body["routines"][0];
+    assert_eq!(
+        (&routine["last_status"], &routine["last_turn"]),
+        (&json!("running"), &retry["id"]),
+        "{body}"
+    );
     host.shutdown().await;
 }
