@@ -46,7 +46,7 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
         }
     }
     outln!("{}", host::send_hint(running.addr));
-    signals.next().await;
+    let signal = signals.next().await;
     // the whole stop is bounded from here
     let deadline = tokio::time::Instant::now() + STOP_LIMIT;
     // what the warning names if the exit is held up: the runtime keeps no
@@ -57,7 +57,11 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     // running turns are cut off beside the API's drain (not after it),
     // and new requests are answered 503
     running.begin_stop();
-    outln!("stopping… (Ctrl-C again to stop at once)");
+    match signal {
+        "SIGINT" => outln!("stopping… (Ctrl-C again to stop at once)"),
+        // a service manager's stop, or `kill`: no Ctrl-C was pressed
+        other => outln!("stopping… ({other}; send it again, or Ctrl-C, to stop at once)"),
+    }
     // on a thread of its own, so that it outlives this runtime: once `run`
     // returns, dropping the runtime waits for every blocking task (a
     // search that never ends held the process forever, deaf to signals)
@@ -246,7 +250,7 @@ impl ExitGuard {
             match StopSignals::new() {
                 Ok(mut signals) => {
                     tokio::spawn(async move {
-                        signals.next().await;
+                        let _ = signals.next().await;
                         stop_at_once();
                     });
                 }
@@ -291,7 +295,7 @@ async fn watch_exit(
         }
     };
     tokio::select! {
-        () = signals.next() => stop_at_once(),
+        _ = signals.next() => stop_at_once(),
         held = held_up => {
             let turns = if running_turns.is_empty() {
                 "none".to_owned()
@@ -360,13 +364,13 @@ impl StopSignals {
         }
     }
 
-    /// The next SIGINT, SIGTERM or SIGHUP.
-    async fn next(&mut self) {
+    /// The next SIGINT, SIGTERM or SIGHUP, by its name.
+    async fn next(&mut self) -> &'static str {
         #[cfg(unix)]
         {
             tokio::select! {
-                _ = self.int.recv() => {}
-                _ = self.term.recv() => {}
+                _ = self.int.recv() => "SIGINT",
+                _ = self.term.recv() => "SIGTERM",
                 () = async {
                     match &mut self.hup {
                         Some(hup) => {
@@ -374,12 +378,13 @@ impl StopSignals {
                         }
                         None => std::future::pending().await,
                     }
-                } => {}
+                } => "SIGHUP",
             }
         }
         #[cfg(not(unix))]
         {
             let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
         }
     }
 }

@@ -567,13 +567,18 @@ async fn open_change_stream(url: &str) -> reqwest::Response {
 
 /// SIGTERM with a change stream open stops the host about as fast as
 /// without one (the stream used to hold the server's graceful shutdown
-/// until its 5 s timeout), and the stream ends.
+/// until its 5 s timeout), and the stream ends. The stop's line names
+/// the signal.
 #[tokio::test]
 async fn a_change_stream_does_not_hold_up_the_stop() {
     let mut host = Running::start(&fleet()).await;
     let mut stream = open_change_stream(&host.url).await;
     let started = Instant::now();
     host.signal("TERM");
+    // no Ctrl-C was pressed: the line names the signal (it said "Ctrl-C
+    // again", QA 2026-12-06)
+    host.line("stopping… (SIGTERM; send it again, or Ctrl-C, to stop at once)")
+        .await;
     let status = tokio::time::timeout(Duration::from_secs(20), host.child.wait())
         .await
         .unwrap()
