@@ -143,7 +143,11 @@ impl LoadedFleet {
                 }
                 (Some(t), None) => {
                     if let Some(problem) = token_problem(t) {
-                        return Err(self.invalid(format!("{key}.token"), problem));
+                        // the rule, never the value: said of "the token"
+                        // (a bare "is too short" named nothing, QA)
+                        return Err(
+                            self.invalid(format!("{key}.token"), format!("the token {problem}"))
+                        );
                     }
                     // `token_env` values are compared once resolved (`resolve_external`)
                     if let Some(other) = f.users[..i].iter().find(|o| o.token.as_ref() == Some(t)) {

@@ -83,7 +83,7 @@ fn bad_values_name_file_key_and_expectation() {
         (
             ISSUE_EXAMPLE.replace("token = \"alice-secret\"", "token = \"x\""),
             "users[0].token",
-            "too short",
+            "the token is too short",
         ),
         (
             ISSUE_EXAMPLE.replace("id = \"researcher\"", "id = \"bad id\""),

@@ -164,14 +164,17 @@ impl LoadedFleet {
                 (Some(s), None) if s.trim() != s => {
                     return Err(self.invalid(
                         format!("{key}.secret"),
-                        "starts or ends with whitespace; senders sign with the secret alone, \
-                         so every delivery would fail its signature: remove the whitespace",
+                        "the secret starts or ends with whitespace; senders sign with the \
+                         secret alone, so every delivery would fail its signature: remove the \
+                         whitespace",
                     ));
                 }
                 (Some(s), None) if s.chars().count() < MIN_HOOK_SECRET => {
                     return Err(self.invalid(
                         format!("{key}.secret"),
-                        format!("is too short; use at least {MIN_HOOK_SECRET} characters"),
+                        format!(
+                            "the secret is too short; use at least {MIN_HOOK_SECRET} characters"
+                        ),
                     ));
                 }
                 _ => {}
