@@ -495,7 +495,11 @@ fn exclusion_hint(e: clap::Error) -> clap::Error {
         }
     }
     let options: String = options.iter().map(|o| format!(" {o}")).collect();
-    Cli::command().error(
+    // with the usage of `search`, not the top level's
+    let mut cli = Cli::command();
+    cli.build();
+    let search = cli.find_subcommand_mut("search").map(std::mem::take);
+    search.unwrap_or(cli).error(
         clap::error::ErrorKind::UnknownArgument,
         format!(
             "`{word}` reads as an option; to leave out a word, put it inside the quoted query: \

@@ -92,6 +92,8 @@ async fn search_words_may_be_given_unquoted() {
             && err.contains("botfleet search 'buy -cheese'"),
         "{err}"
     );
+    // with the usage of `search` (it showed the top level's)
+    assert!(err.contains("Usage: botfleet search "), "{err}");
     // the words after it and the options stay in the suggestion (they
     // were left out: the suggested command searched for less)
     let (code, _, err) = cli(
