@@ -183,13 +183,17 @@ pub(super) fn no_bot(command: &str) -> BadInput {
 
 /// Refuses a missing or empty token before anything is sent.
 pub(super) fn require_token(token: Option<&str>) -> Result<&str, BadInput> {
-    token.filter(|t| !t.is_empty()).ok_or_else(|| {
-        BadInput(
-            "no token: pass --token or set BOTFLEET_TOKEN (the example fleet's user alice \
-             has token alice-secret)"
-                .to_owned(),
-        )
-    })
+    // an empty one was given (`--token ''`, or BOTFLEET_TOKEN set to
+    // nothing): "no token" read as if it had not been (QA)
+    let what = match token {
+        Some(t) if !t.is_empty() => return Ok(t),
+        Some(_) => "the token is empty",
+        None => "no token",
+    };
+    Err(BadInput(format!(
+        "{what}: pass --token or set BOTFLEET_TOKEN (the example fleet's user alice has token \
+         alice-secret)"
+    )))
 }
 
 /// Refuses a token that cannot go in the `Authorization` header (it is

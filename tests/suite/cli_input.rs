@@ -294,10 +294,11 @@ async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
             "\"https:\" is not a URL",
         ),
         (vec!["bots"], &[][..], "no token: pass --token"),
+        // given, but empty: not "no token" (QA)
         (
             vec!["--token", "", "bots"],
             &[][..],
-            "no token: pass --token",
+            "the token is empty: pass --token",
         ),
         (
             vec!["send", "r", "hi", "--nonce", ""],
