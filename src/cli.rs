@@ -601,10 +601,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::CheckConfig { fleet } => {
             // the check `run` starts with: what one refuses, the other does
-            let checked = host::check(&host::HostOptions {
+            let opts = host::HostOptions {
                 fleet: fleet.clone(),
                 ..Default::default()
-            })?;
+            };
+            let checked = host::check(&opts)?;
             let loaded = &checked.fleet;
             // and its bots against those bots made, and the rooms' ids, as
             // a start checks them (what it would log, said here too)
@@ -616,12 +617,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 loaded.file.providers.len(),
                 loaded.file.bots.len()
             );
-            // and what a start would say of the data directory now
+            // and what a start would say of the data directory now, and
+            // of where it listens (QA: `run` warned, the check did not)
+            let exposed =
+                run_host::exposed_warning(checked.listen, &run_host::published_tokens(&opts));
             for note in checked
                 .notes
                 .iter()
                 .chain(&store_notes)
                 .chain(&host::check_notes(&loaded.file.host))
+                .chain(&exposed)
             {
                 outln!("{note}");
             }

@@ -80,7 +80,7 @@ const PUBLISHED_TOKENS: &[&str] = &["alice-secret"];
 /// The users of the fleet `opts` start whose token is one of
 /// [`PUBLISHED_TOKENS`] (inline, or from `token_env`). A fleet that does
 /// not load has none: the start refuses it.
-fn published_tokens(opts: &host::HostOptions) -> Vec<String> {
+pub(super) fn published_tokens(opts: &host::HostOptions) -> Vec<String> {
     let Ok(loaded) = host::load_fleet(opts) else {
         return Vec::new();
     };
@@ -104,7 +104,7 @@ fn published_tokens(opts: &host::HostOptions) -> Vec<String> {
 /// 0.0.0.0:PORT`, a LAN address) while `users` sign in with a token from
 /// the docs: anyone who reaches the port could act as them, and the
 /// example fleet's bots have Shell. It started silently (round 22, H4).
-fn exposed_warning(addr: std::net::SocketAddr, users: &[String]) -> Option<String> {
+pub(super) fn exposed_warning(addr: std::net::SocketAddr, users: &[String]) -> Option<String> {
     if addr.ip().is_loopback() || users.is_empty() {
         return None;
     }

@@ -57,7 +57,8 @@ pub struct CheckedFleet {
     pub fleet: LoadedFleet,
     /// What to tell the operator: what each provider is, offline fallbacks.
     pub notes: Vec<String>,
-    pub(super) listen: SocketAddr,
+    /// Where the host listens (`--listen`, or `host.listen`).
+    pub listen: SocketAddr,
     pub(super) users: Vec<(UserId, String)>,
     pub(super) hooks: Vec<(String, String, api::HookSecret)>,
     pub(super) vault: botfleet_actors::Vault,
@@ -257,6 +258,18 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
                 m.describe()
             ));
         }
+    }
+    // a reviewer that cannot judge sends every action the rules allow to a
+    // person: said at the start, not first in an approval's reason (QA)
+    if let Some(reviewer) = &f.review.reviewer
+        && let Some(m) = models.get(reviewer)
+        && scripted.values().any(|s| Arc::ptr_eq(s, m))
+    {
+        notes.push(format!(
+            "OFFLINE: the reviewer (review.reviewer = {reviewer:?}) is the scripted model, \
+             which cannot judge: the Shell commands and file writes the rules allow wait for \
+             your approval (`botfleet approvals`)"
+        ));
     }
     Ok(CheckedFleet {
         fleet: fleet_file,

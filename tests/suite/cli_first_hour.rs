@@ -376,3 +376,52 @@ async fn a_public_address_with_a_published_token_is_warned_about() {
     let out = banner(&format!("127.0.0.1:{}", free_port())).await;
     assert!(!out.contains("WARNING: listening on"), "{out}");
 }
+
+/// `check-config` says what a start would warn of (QA, 2026-12-06: it
+/// printed a plain `ok` where `run` warned): a public address with a
+/// published token, and a reviewer that is the offline model, so every
+/// action the rules allow waits for a person.
+#[tokio::test]
+async fn check_config_warns_as_a_start_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    std::fs::write(
+        dir.path().join("scripts/offline.toml"),
+        botfleet::config::EMBEDDED_OFFLINE_SCRIPT,
+    )
+    .unwrap();
+    let fleet = dir.path().join("fleet.toml");
+    let check = async |body: String| {
+        std::fs::write(&fleet, body).unwrap();
+        let out = tokio::process::Command::new(BIN)
+            .args(["check-config", "--fleet"])
+            .arg(&fleet)
+            .current_dir(dir.path())
+            .env_remove("XAI_API_KEY")
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        stdout
+    };
+    let example = botfleet::config::EMBEDDED_FLEET;
+    let plain = check(example.to_owned()).await;
+    assert!(
+        !plain.contains("WARNING: listening on") && !plain.contains("the reviewer"),
+        "{plain}"
+    );
+    let exposed = check(example.replace("127.0.0.1:7878", "0.0.0.0:7878")).await;
+    assert!(
+        exposed.contains("WARNING: listening on 0.0.0.0:7878") && exposed.contains("alice-secret"),
+        "{exposed}"
+    );
+    let reviewed = check(example.replace("# reviewer = \"main\"", "reviewer = \"main\"")).await;
+    assert!(
+        reviewed.contains(
+            "OFFLINE: the reviewer (review.reviewer = \"main\") is the scripted model, which \
+             cannot judge"
+        ),
+        "{reviewed}"
+    );
+}
