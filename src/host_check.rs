@@ -259,16 +259,20 @@ pub fn check(opts: &HostOptions) -> anyhow::Result<CheckedFleet> {
             ));
         }
     }
-    // a reviewer that cannot judge sends every action the rules allow to a
-    // person: said at the start, not first in an approval's reason (QA)
+    // a reviewer model gone offline (no key: its scripted fallback) cannot
+    // judge, and sends every action the rules allow to a person: said at
+    // the start, not first in an approval's reason (QA). A `scripted`
+    // reviewer is a test's, which answers as its script says.
     if let Some(reviewer) = &f.review.reviewer
+        && let Some(ProviderConfig::Openai { fallback, .. }) = f.providers.get(reviewer)
         && let Some(m) = models.get(reviewer)
         && scripted.values().any(|s| Arc::ptr_eq(s, m))
     {
+        let fallback = fallback.as_deref().unwrap_or_default();
         notes.push(format!(
-            "OFFLINE: the reviewer (review.reviewer = {reviewer:?}) is the scripted model, \
-             which cannot judge: the Shell commands and file writes the rules allow wait for \
-             your approval (`botfleet approvals`)"
+            "OFFLINE: the reviewer (review.reviewer = {reviewer:?}) is the scripted model \
+             {fallback:?}, which cannot judge: the Shell commands and file writes the rules allow \
+             wait for your approval (`botfleet approvals`)"
         ));
     }
     Ok(CheckedFleet {

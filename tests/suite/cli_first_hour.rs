@@ -419,8 +419,8 @@ async fn check_config_warns_as_a_start_does() {
     let reviewed = check(example.replace("# reviewer = \"main\"", "reviewer = \"main\"")).await;
     assert!(
         reviewed.contains(
-            "OFFLINE: the reviewer (review.reviewer = \"main\") is the scripted model, which \
-             cannot judge"
+            "OFFLINE: the reviewer (review.reviewer = \"main\") is the scripted model \
+             \"offline\", which cannot judge"
         ),
         "{reviewed}"
     );
