@@ -260,8 +260,14 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
             if *json {
                 outln!("{}", super::terminal::json(&v));
             } else {
+                // the same list again: said as it is, not as a change (QA)
+                let (has, unchanged) = if v["changed"] == json!(false) {
+                    ("already has", ": nothing changed")
+                } else {
+                    ("now has", "")
+                };
                 outln!(
-                    "room {} now has {}{}{}",
+                    "room {} {has} {}{}{unchanged}{}",
                     v["id"].as_str().unwrap_or(room),
                     member_ids(&v).join(", "),
                     if v["shared"] == json!(true) {
