@@ -76,7 +76,7 @@ impl Writer {
             let mut read = self.conn.prepare_cached(
                 "SELECT seq FROM inbox WHERE gid = ?2 AND bot_id = ?1 AND turn_id = ?3",
             )?;
-            for gid in gids {
+            for &gid in &gids {
                 if let Some(seq) = read
                     .query_row(params![bot, gid, turn], |r| r.get(0))
                     .optional()?
@@ -86,6 +86,12 @@ impl Writer {
             }
         }
         let Some(first) = held.iter().min_by_key(|h| h.gid) else {
+            // none held: named where they are now, so the person retries
+            // the turn that has them (QA: "already retried or taken by a
+            // later turn" left them to find it)
+            if let Some(holder) = self.holder(&bot, &gids)? {
+                return Err(StoreError::Rejected(holder));
+            }
             return Ok(MutationResult::Count(0));
         };
         // an interrupted turn requeues its own inputs in the batch that
@@ -125,6 +131,50 @@ impl Writer {
             *at = (*at).max(last);
         }
         Ok(MutationResult::Count(n))
+    }
+
+    /// Where the first of `gids` (inputs of a turn that holds none of
+    /// them now) is: queued again, or the turn that took it and how that
+    /// one went, said as what to do; `None` when the inbox keeps no row.
+    fn holder(&mut self, bot: &str, gids: &[i64]) -> Result<Option<String>> {
+        let Some(&gid) = gids.iter().min() else {
+            return Ok(None);
+        };
+        let row: Option<Option<String>> = self
+            .conn
+            .prepare_cached("SELECT turn_id FROM inbox WHERE gid = ?2 AND bot_id = ?1")?
+            .query_row(params![bot, gid], |r| r.get(0))
+            .optional()?;
+        let Some(holder) = row else {
+            return Ok(None);
+        };
+        let Some(other) = holder else {
+            return Ok(Some(
+                "its inputs were retried already and wait to be answered: nothing to retry"
+                    .to_owned(),
+            ));
+        };
+        let status: Option<String> = self
+            .conn
+            .prepare_cached("SELECT status FROM turns WHERE id = ?1")?
+            .query_row(params![other], |r| r.get(0))
+            .optional()?;
+        Ok(Some(match status.as_deref() {
+            Some("completed") => {
+                format!(
+                    "its inputs were taken by turn {other}, which answered them: nothing to retry"
+                )
+            }
+            Some("failed" | "cancelled" | "undelivered") => format!(
+                "its inputs were taken by turn {other}, which ended {}: retry that turn instead",
+                status.as_deref().unwrap_or_default()
+            ),
+            // running (stored or on its first model call), interrupted
+            // (its inputs go back with its end)
+            _ => format!(
+                "its inputs were taken by turn {other}, which is answering them: wait for it to end"
+            ),
+        }))
     }
 
     /// A turn of `bot` in `session` other than `turn` over an input after

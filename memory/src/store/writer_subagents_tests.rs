@@ -194,10 +194,12 @@ async fn a_subagent_task_is_retried_within_its_parents_limit_and_runs_again() {
     assert_eq!(status_of(&store, "p.s4").await, SubagentStatus::Failed);
     assert_eq!(queued(&store, "p.s4").await, 0);
 
-    // retried already: nothing more to requeue (a running subagent adds
-    // nothing to the count)
-    let results = store.write(vec![retry(t1)]).await.unwrap();
-    assert_eq!(results, vec![MutationResult::Count(0)]);
+    // retried already: nothing more to requeue, and the refusal says
+    // where its input is (queued again)
+    match store.write(vec![retry(t1)]).await {
+        Err(StoreError::Rejected(m)) => assert!(m.contains("retried already"), "{m}"),
+        other => panic!("{other:?}"),
+    }
 
     // a subagent its parent stopped since it was read is not retried
     store
