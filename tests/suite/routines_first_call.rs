@@ -56,6 +56,7 @@ async fn a_run_on_its_first_model_call_is_running_in_the_routine_view() {
         )
         .await;
     assert_eq!(status, 201, "{body}");
+    let defined = body["routine"]["updated_at"].clone();
     let running = host
         .wait_get("/v1/bots/r/turns", |v| {
             v["turns"]
@@ -89,6 +90,9 @@ async fn a_run_on_its_first_model_call_is_running_in_the_routine_view() {
         ),
         "{body}"
     );
+    // the fire changed no part of the definition: `updated_at` stays (it
+    // moved with every fire, QA 2026-12-06)
+    assert_eq!(routine["updated_at"], defined, "{body}");
     let (code, out, err) = cli(&["routines", "r"], host.url.as_str(), TOKEN).await;
     assert_eq!(code, 0, "{err}");
     let row = out.lines().nth(1).unwrap_or_default();

@@ -63,7 +63,8 @@ pub(crate) fn delete(conn: &Connection, bot: &BotId, name: &str) -> Result<usize
 /// Records that the slot `slot_ms` was handled (fired, or skipped) and
 /// moves the routine to `next_fire_ms`. Refused unless the routine is still
 /// waiting for exactly that slot, so the batch it is part of (the
-/// admission of the fire) rolls back with it.
+/// admission of the fire) rolls back with it. `updated_at` stays: it is
+/// when the definition last changed (QA: every fire moved it).
 pub(crate) fn advance(
     conn: &Connection,
     bot: &BotId,
@@ -71,22 +72,14 @@ pub(crate) fn advance(
     slot_ms: i64,
     fired: bool,
     next_fire_ms: Option<i64>,
-    now: i64,
 ) -> Result<()> {
     let n = conn
         .prepare_cached(
             "UPDATE routines SET next_fire_ms = ?4,
-               last_fire_ms = CASE WHEN ?5 THEN ?3 ELSE last_fire_ms END, updated_at = ?6
+               last_fire_ms = CASE WHEN ?5 THEN ?3 ELSE last_fire_ms END
              WHERE bot_id = ?1 AND name = ?2 AND next_fire_ms = ?3",
         )?
-        .execute(params![
-            bot.as_str(),
-            name,
-            slot_ms,
-            next_fire_ms,
-            fired,
-            now
-        ])?;
+        .execute(params![bot.as_str(), name, slot_ms, next_fire_ms, fired])?;
     if n == 0 {
         return Err(StoreError::Rejected(format!(
             "routine {name:?} of bot {bot} is not waiting for slot {slot_ms} (changed, deleted or already handled)"

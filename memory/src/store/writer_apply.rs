@@ -316,7 +316,7 @@ impl Writer {
                 fired,
                 next_fire_ms,
             } => {
-                routines::advance(&self.conn, bot, name, *slot_ms, *fired, *next_fire_ms, now)?;
+                routines::advance(&self.conn, bot, name, *slot_ms, *fired, *next_fire_ms)?;
                 Ok(MutationResult::Done)
             }
             Mutation::CreateRoom(room) => {
