@@ -123,7 +123,9 @@ impl From<SchedulerError> for ApiError {
     fn from(e: SchedulerError) -> Self {
         match e {
             SchedulerError::Invalid(e) => ApiError::BadRequest(format!("`{}`: {e}", e.field())),
-            SchedulerError::ConfigOwned { .. } => ApiError::Conflict(e.to_string()),
+            SchedulerError::ConfigOwned { .. } | SchedulerError::NameClash { .. } => {
+                ApiError::Conflict(e.to_string())
+            }
             SchedulerError::UnknownBot(bot) => ApiError::no_such_bot(bot.as_str()),
             SchedulerError::Actor(a) => a.into(),
         }

@@ -385,6 +385,23 @@ async fn api_routines_persist_and_config_routines_are_owned_by_the_file() {
         h.delete(&rig.bot, "cfg").await,
         Err(SchedulerError::ConfigOwned { .. })
     ));
+    // a name that differs from one of the bot's only in case is refused
+    // (QA: `Every-Minute` beside `every-minute`, two routines and two
+    // sessions), naming the one it clashes with
+    for (given, existing) in [("API", "api"), ("Cfg", "cfg")] {
+        let e = h
+            .put(&rig.bot, spec(given, "0 1 * * *", "UTC"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, SchedulerError::NameClash { existing: x, .. } if x == existing),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains(&format!("put it as {existing:?}")),
+            "{e}"
+        );
+    }
     let e = h
         .put(&rig.bot, spec("bad", "0 8 * *", "UTC"))
         .await

@@ -138,6 +138,19 @@ pub enum SchedulerError {
         /// The routine's name.
         name: String,
     },
+    /// A new routine's name differs from one of the bot's only in case:
+    /// two names people read as one, each with its own schedule and
+    /// session (QA: `Every-Minute` beside `every-minute`).
+    #[error(
+        "the bot has a routine {existing:?}, which {name:?} differs from only in case; put it \
+         as {existing:?} to replace that one, or give it another name"
+    )]
+    NameClash {
+        /// The name given.
+        name: String,
+        /// The bot's routine it clashes with.
+        existing: String,
+    },
     /// No such bot.
     #[error("no bot \"{0}\"; list bots with GET /v1/bots or `botfleet bots`")]
     UnknownBot(BotId),

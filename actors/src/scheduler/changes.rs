@@ -151,6 +151,17 @@ pub(super) async fn put(
     if existing.is_some_and(|e| e.origin == RoutineOrigin::Config) {
         return Err(SchedulerError::ConfigOwned { name: spec.name });
     }
+    if existing.is_none()
+        && let Some((_, other)) = state
+            .routines
+            .keys()
+            .find(|(b, n)| *b == bot && n.eq_ignore_ascii_case(&spec.name))
+    {
+        return Err(SchedulerError::NameClash {
+            name: spec.name,
+            existing: other.clone(),
+        });
+    }
     // the scheduler handles one message at a time: no other put can
     // create the routine between this lookup and the commit
     let created = existing.is_none();
