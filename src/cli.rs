@@ -351,7 +351,7 @@ pub fn parse() -> Cli {
     use clap::FromArgMatches as _;
     let matches = Cli::command()
         .try_get_matches()
-        .unwrap_or_else(|e| long_value_cut(exclusion_hint(e)).exit());
+        .unwrap_or_else(|e| long_value_cut(list_hint(exclusion_hint(e))).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let typed = |id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
     let host_typed = typed("host");
@@ -505,6 +505,53 @@ fn exclusion_hint(e: clap::Error) -> clap::Error {
             "`{word}` reads as an option; to leave out a word, put it inside the quoted query: \
              botfleet search {}{options}",
             shell_quote(&words.join(" "))
+        ),
+    )
+}
+
+/// clap's error for `botfleet routines list BOT` and the like: the
+/// commands that list (`routines`, `hooks`, `bots`, `approvals`,
+/// `memory`) take no `list` word, and clap said "the subcommand 'BOT'
+/// cannot be used with '<BOT>'" or "unexpected argument" (QA). Said as
+/// the command that lists. Other errors are clap's own.
+fn list_hint(e: clap::Error) -> clap::Error {
+    use clap::CommandFactory as _;
+    if e.kind() == clap::error::ErrorKind::DisplayHelp
+        || e.kind() == clap::error::ErrorKind::DisplayVersion
+    {
+        return e;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // the command: the first word that is no option or an option's value
+    let mut at = 0;
+    while at < args.len() {
+        match args[at].as_str() {
+            "--host" | "--token" => at += 2,
+            a if a.starts_with('-') => at += 1,
+            _ => break,
+        }
+    }
+    let Some(command) = args.get(at) else {
+        return e;
+    };
+    let lists = ["routines", "hooks", "bots", "approvals", "memory"];
+    if !lists.contains(&command.as_str())
+        || !matches!(args.get(at + 1).map(String::as_str), Some("list" | "ls"))
+    {
+        return e;
+    }
+    let rest: String = args[at + 2..]
+        .iter()
+        .map(|a| format!(" {}", shell_quote(a)))
+        .collect();
+    let mut cli = Cli::command();
+    cli.build();
+    let sub = cli.find_subcommand_mut(command).map(std::mem::take);
+    sub.unwrap_or(cli).error(
+        clap::error::ErrorKind::InvalidSubcommand,
+        format!(
+            "`{command}` takes no `{}`: `botfleet {command}{rest}` lists them",
+            args[at + 1]
         ),
     )
 }

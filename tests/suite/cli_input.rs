@@ -354,6 +354,18 @@ async fn addresses_tokens_and_lists_no_request_can_use_are_usage_errors() {
             &[][..],
             "`run`, `check-config` and `reindex` send none",
         ),
+        // a `list` word where the command itself lists (QA: "the
+        // subcommand 'assistant' cannot be used with '<BOT>'")
+        (
+            vec!["routines", "list", "assistant"],
+            &token[..],
+            "`routines` takes no `list`: `botfleet routines assistant` lists them",
+        ),
+        (
+            vec!["bots", "ls"],
+            &token[..],
+            "`bots` takes no `ls`: `botfleet bots` lists them",
+        ),
     ] {
         let (code, err) = run(&args, envs);
         assert_eq!(code, 2, "{args:?}: {err}");
