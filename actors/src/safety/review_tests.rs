@@ -927,6 +927,33 @@ fn the_bots_own_secret_names_are_secret_names() {
     );
 }
 
+/// Regression (QA, 2026-12-06): `declare -p NAME` and bash's indirect
+/// expansion (`${!x}`) printed a bot's secret, reversed, unasked.
+#[test]
+fn a_secret_read_by_declare_or_through_another_name_is_asked_about() {
+    for command in [
+        "bash -c 'declare -p MYSEC' | rev",
+        "typeset -p MYSEC",
+        "declare -px MYSEC",
+        "bash -c 'x=MYSEC; echo \"${!x}\" | rev'",
+        "x=MYSEC; printf '%s' \"${!x}\"",
+    ] {
+        let own = Action {
+            secret_names: vec!["MYSEC".into()],
+            ..shell(command, Vec::new())
+        };
+        assert_eq!(review_rules(&own, &config()).name(), "ask", "{command}");
+    }
+    // declaring one, or printing a variable that is no secret's, is not
+    for command in ["declare -x MYSEC", "declare -p HOME"] {
+        let own = Action {
+            secret_names: vec!["MYSEC".into()],
+            ..shell(command, Vec::new())
+        };
+        assert_eq!(review_rules(&own, &config()).name(), "allow", "{command}");
+    }
+}
+
 /// Regression (QA): a hard link to a shell start-up file let a write
 /// through the other name change it unasked (`ln .bashrc notes/x && echo
 /// … >> notes/x`); a write to it directly is asked about.

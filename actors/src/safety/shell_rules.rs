@@ -512,6 +512,12 @@ fn command_rules(
     f: &mut Findings,
     depth: u8,
 ) {
+    // bash's indirect expansion reads the variable another names
+    // (`x=ALICE_SECRET; echo "${!x}" | rev`): which one, no rule can tell
+    // (QA: a bot's secret printed reversed, unasked)
+    if args.iter().any(|a| a.contains("${!")) {
+        f.ask("expands a variable another one names (${!…}), which may be a secret");
+    }
     if shell_net::network_rules(program, args, allow, f) {
         return;
     }
@@ -613,6 +619,18 @@ fn command_rules(
         }
         "declare" | "typeset" | "compgen" if args.iter().all(|a| a.starts_with('-')) => {
             f.ask("dumps the shell's variables, which hold secrets");
+        }
+        // `declare -p NAME` prints NAME's value (QA: a bot's secret read
+        // so, reversed, unasked)
+        "declare" | "typeset" if args.iter().any(|a| a.starts_with('-') && a.contains('p')) => {
+            if let Some(name) = args
+                .iter()
+                .filter(|a| !a.starts_with('-'))
+                .map(|a| a.split('=').next().unwrap_or_default())
+                .find(|name| patterns::is_secret_name(name))
+            {
+                f.ask(format!("prints the secret ${name} ({program} -p)"));
+            }
         }
         // printed as it is, or transformed first (QA: `expr substr
         // "$FLEET_SECRET" 1 12`, reversed, encoded: scrubbing the output
