@@ -52,6 +52,19 @@ fn resolve(
     path: &str,
     action: &str,
 ) -> Result<std::path::PathBuf, ToolError> {
+    let path = checked(ctx, path, action)?;
+    // a test swaps a directory for a symlink here, between check and open
+    #[cfg(test)]
+    crate::tools::test_support::between_check_and_open();
+    Ok(path)
+}
+
+/// [`resolve`]'s checks of `path`, changing nothing.
+fn checked(
+    ctx: &ToolContext<'_>,
+    path: &str,
+    action: &str,
+) -> Result<std::path::PathBuf, ToolError> {
     let path = ctx
         .workspace()
         .resolve(path)
@@ -59,10 +72,18 @@ fn resolve(
     if let Some(refused) = file_errors::looped(action, ctx.workspace().root(), &path) {
         return Err(refused);
     }
-    // a test swaps a directory for a symlink here, between check and open
-    #[cfg(test)]
-    crate::tools::test_support::between_check_and_open();
     Ok(path)
+}
+
+/// `Tool::precheck` of the file tools: a `path` outside the workspace is
+/// refused before the gate, as the call would refuse it (QA: a Write to
+/// `../bob/.bashrc` asked the person, who approved, and was then refused,
+/// the approval used up). Other argument errors are the call's to name.
+fn precheck_path(ctx: &ToolContext<'_>, args: &Value, action: &str) -> Result<(), ToolError> {
+    match args.get("path").and_then(Value::as_str) {
+        Some(path) => checked(ctx, path, action).map(drop),
+        None => Ok(()),
+    }
 }
 
 /// A path for messages; the workspace root is `.`.
@@ -127,6 +148,10 @@ impl Tool for Read {
 
     fn mutates(&self) -> bool {
         false
+    }
+
+    fn precheck(&self, ctx: &ToolContext<'_>, args: &Value) -> Result<(), ToolError> {
+        precheck_path(ctx, args, "read")
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
@@ -295,6 +320,10 @@ impl Tool for Write {
         true
     }
 
+    fn precheck(&self, ctx: &ToolContext<'_>, args: &Value) -> Result<(), ToolError> {
+        precheck_path(ctx, args, "write")
+    }
+
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         file_args::known_fields("Write", &args, &["path", "content"])?;
         let args: WriteArgs = parse_args("Write", args)?;
@@ -398,6 +427,10 @@ impl Tool for Edit {
 
     fn mutates(&self) -> bool {
         true
+    }
+
+    fn precheck(&self, ctx: &ToolContext<'_>, args: &Value) -> Result<(), ToolError> {
+        precheck_path(ctx, args, "edit")
     }
 
     async fn call(&self, ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
