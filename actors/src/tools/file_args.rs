@@ -141,8 +141,23 @@ fn shortened(text: &str) -> String {
 /// number (0 or more)", and 0 would then be refused too.
 pub(super) fn from_one(tool: &str, args: &Value, fields: &[&str]) -> Result<(), ToolError> {
     for field in fields {
-        let Some(Value::Number(n)) = args.get(*field) else {
-            continue;
+        let n = match args.get(*field) {
+            Some(Value::Number(n)) => n,
+            // a number in quotes: serde's error called it "a whole number
+            // (0 or more)", though 0 is refused (QA, 2026-12-06)
+            Some(Value::String(text)) if text.trim().parse::<f64>().is_ok_and(f64::is_finite) => {
+                return Err(ToolError::new(
+                    format!(
+                        "invalid arguments for {tool}: `{field}` is the text {text:?}; it must be \
+                         a whole number, 1 or more"
+                    ),
+                    format!(
+                        "write `{field}` as a number without quotes ({}), or leave it out",
+                        text.trim()
+                    ),
+                ));
+            }
+            _ => continue,
         };
         let problem = match n.as_i64() {
             Some(n) if n < 1 => format!("`{field}` is {n}; its smallest value is 1"),

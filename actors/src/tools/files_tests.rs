@@ -442,6 +442,16 @@ async fn read_refuses_zero_offset_and_limit() {
             );
         }
     }
+    // in quotes too (QA, 2026-12-06)
+    let err = call(&f, &Read, json!({"path": "two.txt", "offset": "2"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains("`offset` is the text \"2\"; it must be a whole number, 1 or more")
+            && err.contains("without quotes (2)")
+            && !err.contains("0 or more"),
+        "{err}"
+    );
     // a fraction was "a whole number (0 or more)" too (QA, 2026-12-05)
     for n in [json!(-1.5), json!(2.5)] {
         for field in ["offset", "limit", "column"] {
