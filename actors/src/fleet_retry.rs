@@ -119,6 +119,21 @@ impl FleetHandle {
             };
             key.id() == record.session
         });
+        // a task fails as it starts while its family's budget is spent
+        // (`budget_checkpoint`): requeued now, it waited while the bot
+        // knew the pause, and a restart ran it into that failure, with a
+        // second failed report to the parent (QA, 2026-12-06)
+        if task
+            && let Some(bot) = self.rt.store.get_bot(&record.bot).await?
+            && let Some(pause) = crate::engine::budget_pause(&self.rt.store, &bot, 0).await?
+        {
+            return Err(ActorError::Busy(format!(
+                "turn {turn} was not retried: it is a task of subagent {}, which fails as it \
+                 starts while {}; retry it then",
+                record.bot,
+                pause.reason()
+            )));
+        }
         // a later turn of the conversation running before its first step
         // is stored (the store checks the stored ones with the requeue):
         // its context holds these inputs, so the retried turn would

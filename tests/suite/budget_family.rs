@@ -180,6 +180,27 @@ async fn subagents_spend_their_parents_budget_and_stop_with_it() {
             .collect();
         assert_eq!(statuses, [&json!("failed")], "{turns:#}");
     }
+    // a retry of a task while the budget is spent is refused, saying when
+    // (requeued, it waited while the bot knew the pause, and a restart ran
+    // it into the same failure, reported to the parent again: QA)
+    let sub = bots.iter().find(|b| b["id"] != "p").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, turns) = host.get(&format!("/v1/bots/{sub}/turns"), TOKEN).await;
+    let task = turns["turns"][0]["id"].as_str().unwrap().to_owned();
+    let (status, refused) = host
+        .post_raw(&format!("/v1/turns/{task}/retry"), Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains(&format!(
+            "it is a task of subagent {sub}, which fails as it starts"
+        )) && said.contains("p and its subagents are paused until")
+            && said.ends_with("retry it then"),
+        "{refused}"
+    );
 
     // the parent, woken by the reports, finds the budget spent: it pauses,
     // and answers them after the pause
@@ -223,10 +244,6 @@ async fn subagents_spend_their_parents_budget_and_stop_with_it() {
     // a person who writes to a subagent is told whose budget it spends
     // (it said "has used its daily token budget" and named a setting the
     // subagent does not have: QA, 2026-12-05)
-    let sub = bots.iter().find(|b| b["id"] != "p").unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let (status, sent) = host.send(&sub, "are you there?", None).await;
     assert_eq!(status, 202, "{sent}");
     let dm = sent["session"].as_str().unwrap().to_owned();
