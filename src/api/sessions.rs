@@ -286,11 +286,27 @@ pub(crate) async fn turns_of_bot(
             "`limit` must be 1-{MAX_TURNS}"
         )));
     }
-    let b = owned_bot(&state, &user, &bot).await?;
     let store = state.fleet.store();
-    let mut turns = store.turns_of_bot_for_owner(&b.id, &user.0, limit).await?;
+    let id = match owned_bot(&state, &user, &bot).await {
+        Ok(b) => b.id,
+        // a bot given to another owner: its former owner still reads their
+        // DM with it, and its turns there (QA: the session and each turn
+        // answered them, the list 404); anyone else learns nothing
+        Err(refused) => match BotId::new(&bot) {
+            Ok(id)
+                if store
+                    .get_session(super::dm_of(&id, &user))
+                    .await?
+                    .is_some_and(|s| s.owner == user.0) =>
+            {
+                id
+            }
+            _ => return Err(refused),
+        },
+    };
+    let mut turns = store.turns_of_bot_for_owner(&id, &user.0, limit).await?;
     // a running turn is listed before its first step is stored
-    if let Some(running) = state.fleet.running_record(&b.id).await?
+    if let Some(running) = state.fleet.running_record(&id).await?
         && !turns.iter().any(|t| t.id == running.id)
         && store
             .get_session(running.session)

@@ -179,6 +179,11 @@ async fn the_former_owners_turns_stay_hers_after_the_owner_change() {
     assert!(v.to_string().contains("now belongs to another user"), "{v}");
     let (status, v) = host.get(&format!("/v1/turns/{bobs}"), TOKEN).await;
     assert_eq!(status, 404, "alice reads bob's turn: {v}");
+    // and she lists her DM's turns, not bob's (the list was a 404 for
+    // her, QA 2026-12-06)
+    let listed = listed_turns(&host, TOKEN).await;
+    let ids: Vec<&str> = listed.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, [alices.as_str()], "{listed:#?}");
     host.shutdown().await;
 }
 
