@@ -757,6 +757,19 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await?;
             let v = c.expect(v, "requeued")?;
             outln!("requeued {} input(s) of turn {turn}", v["requeued"]);
+            // what they wait for, if anything (QA: a paused bot, one no
+            // config lists, were said to answer them)
+            if v["waits_for_config"] == json!(true) {
+                errln!(
+                    "the bot is no longer in the fleet's config: they wait until a config lists \
+                     it again and the host restarts"
+                );
+            } else if let Some(until) = v["paused_until"].as_i64().and_then(terminal::minute_utc) {
+                errln!(
+                    "the bot is paused by its daily token budget until {until}: it answers them \
+                     then"
+                );
+            }
             // where the answer comes: the command ended at the requeue and
             // said nothing of how to see what the bot does (QA)
             if let Ok(t) = c.get(&format!("/v1/turns/{}", segment(turn))).await

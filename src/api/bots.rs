@@ -392,7 +392,7 @@ pub(crate) fn blank_text() -> ApiError {
 /// the bot's next turn will find it spent, though the bot may not have
 /// taken the end of that turn in yet). The message is admitted whatever
 /// the answer, so a failed read leaves the field out.
-async fn with_pause(mut body: Value, state: &ApiState, bot: &BotRecord) -> Value {
+pub(crate) async fn with_pause(mut body: Value, state: &ApiState, bot: &BotRecord) -> Value {
     let live = match state.fleet.status(&bot.id).await {
         Ok(live) => live.and_then(|s| s.paused_until),
         Err(e) => {

@@ -346,7 +346,17 @@ pub(crate) async fn retry(
         )));
     }
     let requeued = state.fleet.retry(record.id).await?;
-    Ok(Json(json!({ "turn": record.id, "requeued": requeued })))
+    let body = json!({ "turn": record.id, "requeued": requeued });
+    // what the inputs wait for, said (QA: "the bot answers them" of a bot
+    // paused until midnight, or no longer in the config)
+    let Some(bot) = state.fleet.store().get_bot(&record.bot).await? else {
+        return Ok(Json(body));
+    };
+    let mut body = super::bots::with_pause(body, &state, &bot).await;
+    if bot.removed_at().is_some() && !bot.made_by_agent() {
+        body["waits_for_config"] = json!(true);
+    }
+    Ok(Json(body))
 }
 
 #[cfg(test)]

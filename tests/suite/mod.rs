@@ -167,6 +167,7 @@ mod resume_context;
 mod resume_order;
 mod retry;
 mod retry_after_later_turn;
+mod retry_waits;
 mod review;
 mod review_model_approved;
 mod review_model_budget;
