@@ -179,12 +179,20 @@ fn print_hit(h: &Value) {
 /// first. Refuses while a host runs on the directory (it holds the index's
 /// writer lock), and refuses a database of an older schema unchanged:
 /// upgrading it is the host's start, never this command's.
+/// What `reindex` gives for `host.listen`, which it does not use.
+const NO_LISTEN: &str = "127.0.0.1:0";
+
 pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let (data_dir, from_fleet) = match data {
         Some(d) => (d, None),
         None => {
             let loaded = host::load_fleet(&host::HostOptions {
                 fleet,
+                // `reindex` listens nowhere: an address stands in for
+                // `host.listen`, so a bad one in the file does not stop
+                // the rebuild (QA: it did, and `reindex` has no --listen
+                // to override it)
+                listen: Some(NO_LISTEN.into()),
                 ..Default::default()
             })?;
             (loaded.file.host.data_dir.clone(), Some(loaded.source))

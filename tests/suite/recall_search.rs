@@ -213,6 +213,23 @@ async fn reindex_rebuilds_offline_and_refuses_while_a_host_runs() {
     assert_eq!(found.total, 5, "{found:?}");
     drop(index);
 
+    // a `host.listen` it does not use stops no rebuild (QA: it did, and
+    // `reindex` has no --listen to give another)
+    let text = std::fs::read_to_string(&fleet_file).unwrap();
+    let bad = fleet.path().join("bad-listen.toml");
+    let listen = text
+        .lines()
+        .find(|l| l.starts_with("listen"))
+        .unwrap_or_else(|| panic!("no listen line in {text}"));
+    std::fs::write(&bad, text.replace(listen, "listen = \"nonsense\"")).unwrap();
+    let (code, out, err) = cli(&["reindex", "--fleet", bad.to_str().unwrap()], "", "").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("reindexed "), "{out}");
+    // (check-config still refuses it)
+    let (code, _, err) = cli(&["check-config", "--fleet", bad.to_str().unwrap()], "", "").await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("host.listen"), "{err}");
+
     // --data works too, and a directory without a store is refused
     let (code, out, err) = cli(&["reindex", "--data", data.to_str().unwrap()], "", "").await;
     assert_eq!(code, 0, "{err}");
