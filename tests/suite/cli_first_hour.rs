@@ -312,10 +312,9 @@ async fn cli_errors_name_cli_commands_not_api_routes() {
     host.shutdown().await;
 }
 
-/// The lines `botfleet run` prints up to its `send a message` line, from a
-/// start with `--listen ADDR` on the example fleet (its token
-/// `alice-secret`) in a fresh data directory; the host is then killed.
-async fn banner(listen: &str) -> String {
+/// A fresh directory with the example fleet's offline script, and the
+/// path its `fleet.toml` is to have.
+fn example_dir() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
     std::fs::write(
@@ -324,6 +323,14 @@ async fn banner(listen: &str) -> String {
     )
     .unwrap();
     let fleet = dir.path().join("fleet.toml");
+    (dir, fleet)
+}
+
+/// The lines `botfleet run` prints up to its `send a message` line, from a
+/// start with `--listen ADDR` on the example fleet (its token
+/// `alice-secret`) in a fresh data directory; the host is then killed.
+async fn banner(listen: &str) -> String {
+    let (dir, fleet) = example_dir();
     std::fs::write(&fleet, botfleet::config::EMBEDDED_FLEET).unwrap();
     let mut child = tokio::process::Command::new(BIN)
         .args(["run", "--fleet"])
@@ -383,14 +390,7 @@ async fn a_public_address_with_a_published_token_is_warned_about() {
 /// action the rules allow waits for a person.
 #[tokio::test]
 async fn check_config_warns_as_a_start_does() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
-    std::fs::write(
-        dir.path().join("scripts/offline.toml"),
-        botfleet::config::EMBEDDED_OFFLINE_SCRIPT,
-    )
-    .unwrap();
-    let fleet = dir.path().join("fleet.toml");
+    let (dir, fleet) = example_dir();
     let check = async |body: String| {
         std::fs::write(&fleet, body).unwrap();
         let out = tokio::process::Command::new(BIN)

@@ -25,14 +25,7 @@ async fn a_retry_for_a_bot_no_config_lists_says_what_it_waits_for() {
         .bot("k", "s", &["SendMessage"])
         .start()
         .await;
-    let (status, sent) = host.send("r", "fail please", None).await;
-    assert_eq!(status, 202, "{sent}");
-    let end = host
-        .wait_turn_end(
-            sent["session"].as_str().unwrap(),
-            sent["seq"].as_i64().unwrap(),
-        )
-        .await;
+    let (_, end) = host.end_turn("r", "fail please").await;
     assert_eq!(end["status"], "failed", "{end}");
     let turn = end["turn"].as_str().unwrap().to_owned();
 
