@@ -422,6 +422,17 @@ async fn a_summary_keeps_the_newest_message_with_the_reply_to_it() {
                     .is_some_and(|c| c.contains(" a note")),
                 "after the summary, the bot's words before what they answer: {messages:#?}"
             );
+            // the summary is quoted, so where it ends is marked: a
+            // message joined to it follows its end (QA, 2026-12-06:
+            // nothing told the person's words from the summary's)
+            let content = messages[at]["content"].as_str().unwrap_or_default();
+            let end = content.rfind("\n>>>").unwrap_or_else(|| {
+                panic!("the summary is not quoted: {content}");
+            });
+            assert!(content.contains(":\n<<<\n"), "{content}");
+            if next["role"] != "user" {
+                assert!(content[end..].contains(" a note"), "{content}");
+            }
         }
     }
     assert!(summarised > 0, "no request had a summary");

@@ -187,7 +187,10 @@ pub(crate) fn render_input_for(entry: &Entry, replies: &Replies) -> String {
             covers_to_seq,
             epoch,
         } => p.summary.render(&[
-            ("text", text),
+            // quoted: where it ends is marked, so the person's message that
+            // may follow in the same request message is not read as part
+            // of it (QA, 2026-12-06)
+            ("text", &quoted(text)),
             ("covers_to_seq", &covers_to_seq.to_string()),
             ("epoch", &epoch.to_string()),
         ]),
