@@ -56,12 +56,7 @@ pub(crate) async fn list(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let q = super::extract::query(query, LIST_HINT)?;
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "`limit` must be 1-{MAX_LIMIT}"
-        )));
-    }
+    let limit = super::extract::list_limit(q.limit, 100, MAX_LIMIT, "approvals")?;
     let store = state.fleet.store();
     // the cards in the sessions catch up with what the listing reports
     approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
@@ -223,12 +218,7 @@ pub(crate) async fn reviews_of_bot(
     query: Result<Query<ReviewsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let q = super::extract::query(query, REVIEWS_HINT)?;
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "`limit` must be 1-{MAX_LIMIT}"
-        )));
-    }
+    let limit = super::extract::list_limit(q.limit, 100, MAX_LIMIT, "reviews")?;
     let record = super::owned_bot(&state, &user, &bot).await?;
     let reviews = state
         .fleet

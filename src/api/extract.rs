@@ -434,6 +434,24 @@ fn not_an_object(what: &str, example: &str) -> ApiError {
     ))
 }
 
+/// A list's `limit`, `default` when not given, refused outside 1 to `max`
+/// naming the value, the range and the default (QA: "`limit` must be
+/// 1-100" named neither the value sent nor the default).
+pub(crate) fn list_limit(
+    limit: Option<i64>,
+    default: i64,
+    max: i64,
+    what: &str,
+) -> Result<i64, ApiError> {
+    let limit = limit.unwrap_or(default);
+    if (1..=max).contains(&limit) {
+        return Ok(limit);
+    }
+    Err(ApiError::BadRequest(format!(
+        "`limit` {limit} is out of range: give 1 to {max} {what} (default {default})"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

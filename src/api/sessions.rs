@@ -280,12 +280,7 @@ pub(crate) async fn turns_of_bot(
     query: Result<Query<TurnsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let q = super::extract::query(query, TURNS_HINT)?;
-    let limit = q.limit.unwrap_or(MAX_TURNS);
-    if !(1..=MAX_TURNS).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "`limit` must be 1-{MAX_TURNS}"
-        )));
-    }
+    let limit = super::extract::list_limit(q.limit, MAX_TURNS, MAX_TURNS, "turns")?;
     let store = state.fleet.store();
     let id = match owned_bot(&state, &user, &bot).await {
         Ok(b) => b.id,

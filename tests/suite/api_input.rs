@@ -357,6 +357,26 @@ async fn the_turns_list_takes_a_limit() {
             .await;
         assert_eq!(status, 400, "limit={bad}: {answer}");
     }
+    // an out-of-range limit names the value, the range and the default on
+    // each list (QA: "`limit` must be 1-100" named neither)
+    for (path, said) in [
+        (
+            "/v1/bots/r/turns?limit=101",
+            "`limit` 101 is out of range: give 1 to 100 turns (default 100)",
+        ),
+        (
+            "/v1/approvals?limit=0",
+            "`limit` 0 is out of range: give 1 to 500 approvals (default 100)",
+        ),
+        (
+            "/v1/bots/r/reviews?limit=501",
+            "`limit` 501 is out of range: give 1 to 500 reviews (default 100)",
+        ),
+    ] {
+        let (status, answer) = host.get(path, TOKEN).await;
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert_eq!(answer["error"]["message"], said, "{path}");
+    }
     host.shutdown().await;
 }
 
