@@ -144,9 +144,9 @@ impl ExtractReport {
 /// on its own ([`op`]), so one that is not as asked (an importance of
 /// `"4"` or 300, a `confidence` the prompt did not ask for) is refused
 /// alone, not every op beside it (QA: one such field lost the whole
-/// answer).
+/// answer). So is a key beside the lists (a `"note"`): it is left out
+/// ([`parse`]).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Proposal {
     #[serde(default)]
     add: Vec<Value>,
@@ -438,7 +438,34 @@ fn refuse_past_limit(report: &mut ExtractReport, plural: &str, len: usize) {
 /// block, in a fence or in prose).
 fn parse(text: &str) -> Result<Proposal, ExtractError> {
     let value = proposal_json(text).map_err(ExtractError::NotJson)?;
-    serde_json::from_value(value).map_err(|e| ExtractError::NotJson(e.to_string()))
+    let others: Vec<String> = value
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .filter(|k| !matches!(k.as_str(), "add" | "replace" | "remove"))
+        .cloned()
+        .collect();
+    let proposal: Proposal =
+        serde_json::from_value(value).map_err(|e| ExtractError::NotJson(e.to_string()))?;
+    if others.is_empty() {
+        return Ok(proposal);
+    }
+    // beside ops, a key the prompt did not ask for (a chatty model's
+    // `"note"`) is left out: it lost every op beside it (QA, 2026-12-06);
+    // with no op at all, it may be a list under another name (`"adds"`),
+    // and is refused, naming it, rather than read as nothing to remember
+    if proposal.add.is_empty() && proposal.replace.is_empty() && proposal.remove.is_empty() {
+        return Err(ExtractError::NotJson(format!(
+            "unknown field(s) {}, expected `add`, `replace` or `remove`",
+            others
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    tracing::info!(fields = ?others, "fact extraction: the answer's fields besides its ops are left out");
+    Ok(proposal)
 }
 
 /// What the ids of one extraction's adds derive from (with each add's

@@ -280,6 +280,40 @@ steps = [{{ text = '''{{"add": [{{"text": "Likes tea", "importance": "4"}},
     assert_eq!(op("8 adds after the first 10"), "more than 10 adds");
 }
 
+/// A key beside the ops (a chatty model's `"note"`) is left out: it lost
+/// every op beside it (QA, 2026-12-06). With no op at all, an unknown key
+/// (`"adds"`) is still refused, naming it: it may be a list under another
+/// name, not "nothing to remember".
+#[tokio::test]
+async fn a_key_beside_the_ops_is_left_out() {
+    let run = async |answer: &str| {
+        let script =
+            format!("[[rule]]\npurpose = \"extract\"\nsteps = [{{ text = '''{answer}''' }}]\n");
+        let f = with_extractor(&script);
+        extract_after_turn(
+            &f.rt,
+            &f.bot,
+            f.scope.session.id,
+            f.turn,
+            &[],
+            &["I like rye bread".to_string()],
+            "Noted!",
+        )
+        .await
+    };
+    let report =
+        run(r#"{"add": [{"text": "Likes rye"}], "replace": [], "remove": [], "note": "x"}"#)
+            .await
+            .unwrap();
+    let added: Vec<&str> = report.added.iter().map(|i| i.text.as_str()).collect();
+    assert_eq!(added, ["Likes rye"], "{report:#?}");
+    let e = run(r#"{"adds": [{"text": "Likes rye"}]}"#)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ExtractError::NotJson(_)), "{e}");
+    assert!(e.to_string().contains("`adds`"), "{e}");
+}
+
 const SHOWN_SEED: &str = "shown";
 const HIDDEN_SEED: &str = "hidden";
 
