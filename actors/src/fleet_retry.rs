@@ -119,18 +119,30 @@ impl FleetHandle {
             };
             key.id() == record.session
         });
-        // a task fails as it starts while its family's budget is spent
-        // (`budget_checkpoint`): requeued now, it waited while the bot
-        // knew the pause, and a restart ran it into that failure, with a
-        // second failed report to the parent (QA, 2026-12-06)
-        if task
+        // a task, or a member's turn in a room, fails as it starts while
+        // the bot's budget is spent (`budget_checkpoint`): requeued now, a
+        // task waited while the bot knew the pause, and a restart ran it
+        // into that failure, with a second failed report to the parent; a
+        // room's failed at once, unseen (QA, 2026-12-06)
+        let room = !task
+            && self
+                .rt
+                .store
+                .get_session(record.session)
+                .await?
+                .is_some_and(|s| s.key.kind == SessionKind::Group);
+        if (task || room)
             && let Some(bot) = self.rt.store.get_bot(&record.bot).await?
             && let Some(pause) = crate::engine::budget_pause(&self.rt.store, &bot, 0).await?
         {
+            let what = if task {
+                format!("a task of subagent {}", record.bot)
+            } else {
+                format!("{}'s turn in a room", record.bot)
+            };
             return Err(ActorError::Busy(format!(
-                "turn {turn} was not retried: it is a task of subagent {}, which fails as it \
-                 starts while {}; retry it then",
-                record.bot,
+                "turn {turn} was not retried: it is {what}, which fails as it starts while {}; \
+                 retry it then",
                 pause.reason()
             )));
         }

@@ -258,6 +258,37 @@ async fn a_member_out_of_its_daily_budget_fails_its_turns_and_the_room_goes_on()
         "{}",
         notices[0]
     );
+    // nor does it offer a retry, which fails at once while the pause lasts
+    // (QA: the page's Retry read "Queued again" while it failed unseen);
+    // a retry asked for anyway is refused, saying until when
+    let notice = run
+        .iter()
+        .find(|e| e["code"] == "room_run_member_failed")
+        .unwrap();
+    assert_eq!(notice["retry_turn"], Value::Null, "{notice}");
+    let (_, turns) = host.get("/v1/bots/cheap/turns", TOKEN).await;
+    let failed = turns["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["status"] == "failed")
+        .unwrap_or_else(|| panic!("no failed turn: {turns:#}"));
+    let (status, refused) = host
+        .post_raw(
+            &format!("/v1/turns/{}/retry", failed["id"].as_str().unwrap()),
+            Some(TOKEN),
+            None,
+            "{}",
+        )
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("it is cheap's turn in a room, which fails as it starts")
+            && refused.to_string().contains("paused until"),
+        "{refused}"
+    );
     host.shutdown().await;
 }
 

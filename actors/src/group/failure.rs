@@ -107,7 +107,10 @@ impl GroupState {
         // can retry its turn, and only its owner may read its error
         let owner = self.owner_of(bot);
         let private = !self.room.shared && *owner == self.room.owner;
-        let retry = stopped.is_none() && !removed;
+        // a member paused by its budget fails a retried turn at once too:
+        // the notice says until when, and offers no retry (QA: the page's
+        // Retry read "Queued again" while the retry failed unseen)
+        let retry = stopped.is_none() && !removed && paused.is_none();
         let p = prompts();
         let text = match (paused, stopped, reason) {
             _ if removed => p
@@ -163,7 +166,8 @@ impl GroupState {
             kind: EntryKind::Notice {
                 code: MEMBER_FAILED_CODE.into(),
                 text,
-                // a stopped subagent's or removed bot's turn is not retried
+                // a stopped subagent's, removed bot's or paused member's
+                // turn is not retried
                 retry_turn: turn.filter(|_| retry),
             },
         })
