@@ -189,9 +189,7 @@ async fn subagents_spend_their_parents_budget_and_stop_with_it() {
         .to_owned();
     let (_, turns) = host.get(&format!("/v1/bots/{sub}/turns"), TOKEN).await;
     let task = turns["turns"][0]["id"].as_str().unwrap().to_owned();
-    let (status, refused) = host
-        .post_raw(&format!("/v1/turns/{task}/retry"), Some(TOKEN), None, "{}")
-        .await;
+    let (status, refused) = host.retry(&task).await;
     assert_eq!(status, 409, "{refused}");
     let said = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(

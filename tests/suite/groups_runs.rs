@@ -273,14 +273,7 @@ async fn a_member_out_of_its_daily_budget_fails_its_turns_and_the_room_goes_on()
         .iter()
         .find(|t| t["status"] == "failed")
         .unwrap_or_else(|| panic!("no failed turn: {turns:#}"));
-    let (status, refused) = host
-        .post_raw(
-            &format!("/v1/turns/{}/retry", failed["id"].as_str().unwrap()),
-            Some(TOKEN),
-            None,
-            "{}",
-        )
-        .await;
+    let (status, refused) = host.retry(failed["id"].as_str().unwrap()).await;
     assert_eq!(status, 409, "{refused}");
     assert!(
         refused

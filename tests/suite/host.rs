@@ -486,14 +486,7 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
         .find(|t| t["status"] == "failed")
         .unwrap()
         .clone();
-    let (status, retry) = host
-        .post_raw(
-            &format!("/v1/turns/{}/retry", failed["id"].as_str().unwrap()),
-            Some(TOKEN),
-            None,
-            "{}",
-        )
-        .await;
+    let (status, retry) = host.retry(failed["id"].as_str().unwrap()).await;
     assert_eq!(status, 200, "{retry}");
     let session = failed["session"].as_str().unwrap();
     host.wait_for(session, |es| {

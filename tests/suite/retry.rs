@@ -27,11 +27,6 @@ steps = [ { fail = "provider down" } ]
 steps = [ { tool = "SendMessage", args = { text = "answer: {{inputs}}" } } ]
 "#;
 
-async fn retry(host: &TestHost, turn: &str) -> (u16, Value) {
-    host.post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
-        .await
-}
-
 fn turn_ends(entries: &[Value]) -> Vec<Value> {
     entries
         .iter()
@@ -55,13 +50,13 @@ async fn a_turn_is_retried_once_and_a_completed_turn_not_at_all() {
     let failed = host.wait_turn_end(&session, seq).await;
     assert_eq!(failed["status"], "failed");
     let turn = failed["turn"].as_str().unwrap().to_owned();
-    let (status, first) = retry(&host, &turn).await;
+    let (status, first) = host.retry(&turn).await;
     assert_eq!(
         (status, first["requeued"].clone()),
         (200, json!(1)),
         "{first}"
     );
-    let (status, again) = retry(&host, &turn).await;
+    let (status, again) = host.retry(&turn).await;
     assert_eq!(status, 409, "{again}");
     assert_eq!(again["error"]["code"], "conflict", "{again}");
     // queued again, or taken by the retried turn already
@@ -82,7 +77,7 @@ async fn a_turn_is_retried_once_and_a_completed_turn_not_at_all() {
     assert_ne!(second, turn);
     // the refusal names the turn to retry instead (QA: it said only
     // "already retried or taken by a later turn")
-    let (status, refused) = retry(&host, &turn).await;
+    let (status, refused) = host.retry(&turn).await;
     assert_eq!(status, 409, "{refused}");
     assert!(
         refused.to_string().contains(&format!(
@@ -96,7 +91,7 @@ async fn a_turn_is_retried_once_and_a_completed_turn_not_at_all() {
     let seq = body["seq"].as_i64().unwrap();
     let done = host.wait_turn_end(&session, seq).await;
     assert_eq!(done["status"], "completed");
-    let (status, refused) = retry(&host, done["turn"].as_str().unwrap()).await;
+    let (status, refused) = host.retry(done["turn"].as_str().unwrap()).await;
     assert_eq!(status, 409, "{refused}");
     assert!(refused.to_string().contains("completed"), "{refused}");
 
@@ -141,7 +136,7 @@ steps = [ { delay_ms = 1500, tool = "SendMessage", args = { text = "late" } } ]
     assert_eq!(body["turn"]["session"], sent["session"], "{body}");
     let (_, list) = host.get("/v1/bots/r/turns", TOKEN).await;
     assert_eq!(list["turns"][0]["id"], json!(turn), "{list}");
-    let (status, refused) = retry(&host, &turn).await;
+    let (status, refused) = host.retry(&turn).await;
     assert_eq!(status, 409, "{refused}");
     assert!(refused.to_string().contains("still running"), "{refused}");
     assert_eq!(refused["error"]["transient"], true, "{refused}");
@@ -207,7 +202,7 @@ steps = [ { delay_ms = 60000, tool = "SendMessage", args = { text = "late" } } ]
         .find(|e| e["kind"] == "notice" && e["code"] == "turn_cancelled")
         .unwrap_or_else(|| panic!("no turn_cancelled notice: {entries:#?}"));
     assert_eq!(notice["retry_turn"], json!(turn), "{notice}");
-    let (status, body) = retry(&host, &turn).await;
+    let (status, body) = host.retry(&turn).await;
     assert_eq!(
         (status, body["requeued"].clone()),
         (200, json!(1)),
@@ -254,7 +249,7 @@ async fn retried(
 ) -> (String, String) {
     let (turn, session) = failed;
     let before = server.request_count();
-    let (status, body) = retry(host, turn).await;
+    let (status, body) = host.retry(turn).await;
     assert_eq!(status, 200, "{body}");
     server.wait_for_requests(before + 2).await;
     let asked = server.requests()[before].body.clone();

@@ -86,11 +86,6 @@ async fn failed_a(host: &TestHost, server: &OpenAiServer) -> (String, String) {
     (end["turn"].as_str().unwrap().to_owned(), session)
 }
 
-async fn retry(host: &TestHost, turn: &str) -> (u16, Value) {
-    host.post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
-        .await
-}
-
 /// Waits until b2 runs no turn (the end of its last one is handled).
 async fn idle(host: &TestHost) {
     host.wait_get("/v1/bots", |v| {
@@ -129,7 +124,7 @@ async fn a_retry_after_a_later_turn_answered_is_a_conflict() {
         text.contains("MSG-A please") && text.contains("MSG-B second"),
         "{asked:#}"
     );
-    let (status, refused) = retry(&host, &a).await;
+    let (status, refused) = host.retry(&a).await;
     assert_eq!(status, 409, "{refused}");
     assert_eq!(refused["error"]["code"], "conflict", "{refused}");
     let message = refused.to_string();
@@ -146,7 +141,7 @@ async fn a_retry_after_a_later_turn_answered_is_a_conflict() {
         .await;
     assert_eq!(b["status"], "completed", "{b}");
     idle(&host).await;
-    let (status, refused) = retry(&host, &a).await;
+    let (status, refused) = host.retry(&a).await;
     assert_eq!(status, 409, "{refused}");
     assert_eq!(refused["error"]["code"], "conflict", "{refused}");
     let message = refused.to_string();
@@ -183,7 +178,7 @@ async fn a_retry_is_not_blocked_by_other_sessions_or_unanswered_later_turns() {
 
     // nothing later: retried once, a second click is refused
     let (a, session) = failed_a(&host, &server).await;
-    let (status, body) = retry(&host, &a).await;
+    let (status, body) = host.retry(&a).await;
     assert_eq!(
         (status, body["requeued"].clone()),
         (200, json!(1)),
@@ -194,7 +189,7 @@ async fn a_retry_is_not_blocked_by_other_sessions_or_unanswered_later_turns() {
         (ends.len() == 2 && ends[1]["status"] == "completed").then_some(Value::Bool(true))
     })
     .await;
-    let (status, again) = retry(&host, &a).await;
+    let (status, again) = host.retry(&a).await;
     assert_eq!(status, 409, "{again}");
     assert!(
         again
@@ -231,7 +226,7 @@ async fn a_retry_is_not_blocked_by_other_sessions_or_unanswered_later_turns() {
         .await;
     assert_eq!(hook["status"], "completed", "{hook}");
     let before = server.request_count();
-    let (status, body) = retry(&host, &a).await;
+    let (status, body) = host.retry(&a).await;
     assert_eq!(
         (status, body["requeued"].clone()),
         (200, json!(1)),
@@ -260,7 +255,7 @@ async fn a_retry_is_not_blocked_by_other_sessions_or_unanswered_later_turns() {
         .await;
     assert_eq!(b["status"], "cancelled", "{b}");
     idle(&host).await;
-    let (status, body) = retry(&host, &a).await;
+    let (status, body) = host.retry(&a).await;
     assert_eq!(
         (status, body["requeued"].clone()),
         (200, json!(1)),
@@ -325,7 +320,7 @@ async fn a_failed_turn_after_interrupted_attempts_at_its_messages_is_retried() {
     let interrupted = ends.iter().filter(|e| e["status"] == "interrupted").count();
     assert_eq!(interrupted, 2, "{ends:#?}");
 
-    let (status, body) = retry(&host, failed["turn"].as_str().unwrap()).await;
+    let (status, body) = host.retry(failed["turn"].as_str().unwrap()).await;
     assert_eq!((status, &body["requeued"]), (200, &json!(3)), "{body}");
     // the retry answers them, once
     let answered = host

@@ -41,9 +41,7 @@ async fn a_retry_for_a_bot_no_config_lists_says_what_it_waits_for() {
         ),
         "{err}"
     );
-    let (status, v) = host
-        .post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
-        .await;
+    let (status, v) = host.retry(&turn).await;
     assert_eq!(status, 409, "{v}");
     host.shutdown().await;
 }

@@ -118,11 +118,6 @@ async fn heard_cancelled(host: &TestHost, dm: &str, n: usize) {
     .await;
 }
 
-async fn retry(host: &TestHost, turn: &str) -> (u16, Value) {
-    host.post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
-        .await
-}
-
 #[tokio::test]
 async fn a_retried_subagent_task_counts_against_the_limit_and_runs_as_running() {
     let host = TestFleet::new()
@@ -146,7 +141,7 @@ async fn a_retried_subagent_task_counts_against_the_limit_and_runs_as_running() 
     assert!(started.contains("started subagent"), "{started}");
 
     // a retry of a's task would make three: refused, naming the limit
-    let (status, body) = retry(&host, &a_turn).await;
+    let (status, body) = host.retry(&a_turn).await;
     assert_eq!(status, 409, "{body}");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(
@@ -159,7 +154,7 @@ async fn a_retried_subagent_task_counts_against_the_limit_and_runs_as_running() 
     // again, as running
     cancel(&host, &b).await;
     heard_cancelled(&host, &dm, 2).await;
-    let (status, body) = retry(&host, &a_turn).await;
+    let (status, body) = host.retry(&a_turn).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["requeued"], 1, "{body}");
     let (_, status) = reply_to(&host, "check").await;

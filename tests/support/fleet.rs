@@ -208,6 +208,12 @@ impl TestHost {
         botfleet::client::Client::new(&self.url, TOKEN).unwrap()
     }
 
+    /// `POST /v1/turns/{turn}/retry` as alice: the status and the body.
+    pub async fn retry(&self, turn: &str) -> (u16, Value) {
+        self.post_raw(&format!("/v1/turns/{turn}/retry"), Some(TOKEN), None, "{}")
+            .await
+    }
+
     pub async fn post_raw(
         &self,
         path: &str,

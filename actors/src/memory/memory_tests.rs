@@ -220,6 +220,22 @@ async fn a_change_inside_the_epoch_renders_as_a_short_update() {
     assert_eq!(render_memory_update(&MemoryDelta::default()), None);
 }
 
+/// The extraction after a turn of "I like rye bread" answered "Noted!",
+/// by an extractor that answers as `script` says.
+async fn extract_rye(script: &str) -> Result<ExtractReport, ExtractError> {
+    let f = with_extractor(script);
+    extract_after_turn(
+        &f.rt,
+        &f.bot,
+        f.scope.session.id,
+        f.turn,
+        &[],
+        &["I like rye bread".to_string()],
+        "Noted!",
+    )
+    .await
+}
+
 /// An answer with ops that are not as asked beside good ones, and more
 /// adds than allowed: each bad op is refused alone, with why; the adds
 /// past the limit are refused as one. (An importance of `"4"` or 300, or
@@ -243,18 +259,7 @@ steps = [{{ text = '''{{"add": [{{"text": "Likes tea", "importance": "4"}},
 "#,
         adds.join(", ")
     );
-    let f = with_extractor(&script);
-    let report = extract_after_turn(
-        &f.rt,
-        &f.bot,
-        f.scope.session.id,
-        f.turn,
-        &[],
-        &["I like rye bread".to_string()],
-        "Noted!",
-    )
-    .await
-    .unwrap();
+    let report = extract_rye(&script).await.unwrap();
     let added: Vec<&str> = report.added.iter().map(|i| i.text.as_str()).collect();
     // the first ten adds: three refused, "Likes rye" and six extra facts
     assert_eq!(added.len(), 7, "{report:#?}");
@@ -287,18 +292,9 @@ steps = [{{ text = '''{{"add": [{{"text": "Likes tea", "importance": "4"}},
 #[tokio::test]
 async fn a_key_beside_the_ops_is_left_out() {
     let run = async |answer: &str| {
-        let script =
-            format!("[[rule]]\npurpose = \"extract\"\nsteps = [{{ text = '''{answer}''' }}]\n");
-        let f = with_extractor(&script);
-        extract_after_turn(
-            &f.rt,
-            &f.bot,
-            f.scope.session.id,
-            f.turn,
-            &[],
-            &["I like rye bread".to_string()],
-            "Noted!",
-        )
+        extract_rye(&format!(
+            "[[rule]]\npurpose = \"extract\"\nsteps = [{{ text = '''{answer}''' }}]\n"
+        ))
         .await
     };
     let report =
