@@ -71,7 +71,9 @@ impl FleetHandle {
         // through the API by a former owner, at an owner change), so a retry
         // would run it for nobody who asked (QA: the new owner re-ran the
         // former owner's prompt with their own tools)
-        if let Some(session) = self.rt.store.get_session(record.session).await?
+        // read once: the routine check and the budget check below use it
+        let session = self.rt.store.get_session(record.session).await?;
+        if let Some(session) = &session
             && session.key.kind == SessionKind::Routine
         {
             let routine = self
@@ -125,11 +127,8 @@ impl FleetHandle {
         // into that failure, with a second failed report to the parent; a
         // room's failed at once, unseen (QA, 2026-12-06)
         let room = !task
-            && self
-                .rt
-                .store
-                .get_session(record.session)
-                .await?
+            && session
+                .as_ref()
                 .is_some_and(|s| s.key.kind == SessionKind::Group);
         if (task || room)
             && let Some(bot) = self.rt.store.get_bot(&record.bot).await?
