@@ -447,7 +447,6 @@ fn long_value_cut(e: clap::Error) -> clap::Error {
 /// search run (QA, 2026-12-06); `-h` or `--help` typed as such still asks
 /// for the help. Other errors are clap's own.
 fn exclusion_hint(e: clap::Error) -> clap::Error {
-    use clap::CommandFactory as _;
     use clap::error::ContextKind;
     use clap::error::ContextValue;
     use clap::error::ErrorKind;
@@ -496,10 +495,8 @@ fn exclusion_hint(e: clap::Error) -> clap::Error {
     }
     let options: String = options.iter().map(|o| format!(" {o}")).collect();
     // with the usage of `search`, not the top level's
-    let mut cli = Cli::command();
-    cli.build();
-    let search = cli.find_subcommand_mut("search").map(std::mem::take);
-    search.unwrap_or(cli).error(
+    subcommand_error(
+        "search",
         clap::error::ErrorKind::UnknownArgument,
         format!(
             "`{word}` reads as an option; to leave out a word, put it inside the quoted query: \
@@ -515,7 +512,6 @@ fn exclusion_hint(e: clap::Error) -> clap::Error {
 /// cannot be used with '<BOT>'" or "unexpected argument" (QA). Said as
 /// the command that lists. Other errors are clap's own.
 fn list_hint(e: clap::Error) -> clap::Error {
-    use clap::CommandFactory as _;
     if e.kind() == clap::error::ErrorKind::DisplayHelp
         || e.kind() == clap::error::ErrorKind::DisplayVersion
     {
@@ -544,16 +540,28 @@ fn list_hint(e: clap::Error) -> clap::Error {
         .iter()
         .map(|a| format!(" {}", shell_quote(a)))
         .collect();
-    let mut cli = Cli::command();
-    cli.build();
-    let sub = cli.find_subcommand_mut(command).map(std::mem::take);
-    sub.unwrap_or(cli).error(
+    subcommand_error(
+        command,
         clap::error::ErrorKind::InvalidSubcommand,
         format!(
             "`{command}` takes no `{}`: `botfleet {command}{rest}` lists them",
             args[at + 1]
         ),
     )
+}
+
+/// A usage error of subcommand `name`, shown with its usage line (the
+/// top level's when there is no such subcommand).
+fn subcommand_error(
+    name: &str,
+    kind: clap::error::ErrorKind,
+    message: impl std::fmt::Display,
+) -> clap::Error {
+    use clap::CommandFactory as _;
+    let mut cli = Cli::command();
+    cli.build();
+    let sub = cli.find_subcommand_mut(name).map(std::mem::take);
+    sub.unwrap_or(cli).error(kind, message)
 }
 
 /// `s` as one word for a POSIX shell: in single quotes, each `'` in it
