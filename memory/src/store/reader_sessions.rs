@@ -132,22 +132,27 @@ pub(crate) fn session_view(
     // (`session_floors.rs`): what came before is no more the bot's context
     // than its owner's to read (a summary of it included)
     let floor = crate::store::session_floors::floor_of(&tx, session)?;
-    let summary = latest_summary(&tx, session)?.filter(|s| floor.is_none_or(|f| s.seq >= f));
+    let latest = latest_summary(&tx, session)?;
     // the window is the newest `window` entries of the transcript: the
     // summaries among them do not count (a catch-up compaction of many
     // chunks writes one per chunk, which pushed the turn's input out of
     // the next turn's window with no summary covering it). Each pass
     // widens the window by the summaries in it, so `newest` only falls,
-    // and never below `last - window` minus every summary: it ends.
+    // and never below `last - window` minus every summary: it ends. With
+    // no summary in the window (none yet, or the newest one before it),
+    // nothing more is read.
     let mut newest = last.saturating_sub(window);
-    loop {
-        let summaries = summaries_after(&tx, session, newest)?;
-        let wider = last.saturating_sub(window).saturating_sub(summaries);
-        if wider >= newest {
-            break;
+    if latest.as_ref().is_some_and(|s| s.seq > newest) {
+        loop {
+            let summaries = summaries_after(&tx, session, newest)?;
+            let wider = last.saturating_sub(window).saturating_sub(summaries);
+            if wider >= newest {
+                break;
+            }
+            newest = wider;
         }
-        newest = wider;
     }
+    let summary = latest.filter(|s| floor.is_none_or(|f| s.seq >= f));
     let start = keep_from.map_or(newest, |k| newest.min(k.saturating_sub(1)));
     let from = crate::record::covers_to_seq(summary.as_ref())
         .max(start)
