@@ -8,10 +8,11 @@ use std::ops::Range;
 
 /// What a TOML error says, naming the dotted key it is about when it
 /// points into the document (`key `providers.o.timeout_s`: invalid type:
-/// string "ten", expected u64 (line 7, column 13)`); otherwise (a syntax
+/// string "ten", expected a whole number, 0 or more (line 7, column 13)`);
+/// otherwise (a syntax
 /// error) toml's own report with the line it quotes.
 pub(super) fn parse_detail(text: &str, e: &toml::de::Error) -> String {
-    let report = e.to_string().trim_end().to_owned();
+    let report = crate::serde_words::in_words(e.to_string().trim_end());
     let Some(span) = e.span() else {
         return report;
     };
@@ -30,7 +31,7 @@ pub(super) fn parse_detail(text: &str, e: &toml::de::Error) -> String {
     };
     format!(
         "key `{key}`: {} (line {line}, column {column})",
-        e.message()
+        crate::serde_words::in_words(e.message())
     )
 }
 

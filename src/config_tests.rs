@@ -210,7 +210,7 @@ fn a_provider_bounds_each_model_call_in_time_and_size() {
         (
             with("max_response_bytes = -1"),
             "providers.main",
-            "`-1`, expected u64",
+            "`-1`, expected a whole number, 0 or more",
         ),
     ];
     for (text, key, what) in cases {
@@ -534,7 +534,7 @@ fn type_errors_in_a_provider_name_the_key() {
         (
             openai("timeout_s = \"ten\""),
             "providers.o.timeout_s",
-            "invalid type: string \"ten\", expected u64",
+            "invalid type: string \"ten\", expected a whole number, 0 or more",
         ),
         (
             openai("stream = \"yes\""),

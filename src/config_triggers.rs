@@ -270,5 +270,14 @@ mod tests {
             let e = err(&hooked(&format!("{line}\n")));
             assert!(e.contains(key), "{line}: {e}");
         }
+        // a negative rate names the range, not the Rust type (QA: it
+        // said "expected u32")
+        let e = err(&hooked("deliveries_per_minute = -1\n"));
+        assert!(
+            e.contains("bots[0].hooks[0].deliveries_per_minute")
+                && e.contains("`-1`, expected a whole number from 0 to 4294967295")
+                && !e.contains("u32"),
+            "{e}"
+        );
     }
 }

@@ -12,6 +12,7 @@ pub mod config;
 pub mod host;
 mod http_server;
 pub mod sandbox;
+mod serde_words;
 
 pub use botfleet_actors as actors;
 pub use botfleet_actors::model;
