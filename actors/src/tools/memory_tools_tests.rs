@@ -506,6 +506,9 @@ async fn forget_matching_takes_two_cjk_characters_and_normalized_forms() {
         "ea\u{200b}",
         "e\u{ad}\u{ad}",
         "茶\u{200b}",
+        // two characters once composed (QA: a decomposed `ée`, as a
+        // macOS keyboard types it, forgot "green tea")
+        "e\u{301}e",
     ] {
         let e = forget(&f, "c4", json!({"matching": short}))
             .await

@@ -248,6 +248,35 @@ async fn the_character_budget_is_enforced_for_adds_and_replaces() {
             max: MAX_FACT_CHARS
         })
     );
+    // a decomposed text counts the characters a person sees, and is kept
+    // composed (QA: 300 `e\u{301}` were refused as 600 characters)
+    let decomposed = "e\u{301}".repeat(300);
+    f.hub
+        .apply(MemoryOp::Remove {
+            id: MemoryId::derive("c6"),
+            scope: scope.clone(),
+        })
+        .await
+        .unwrap();
+    let r = f
+        .add(new("accents", &scope, Layer::Profile, &decomposed))
+        .await;
+    assert!(matches!(r, MemoryOpResult::Added(_)), "{r:?}");
+    let snap = f.snapshot(&bot("a", "alice", &[]), "").await;
+    assert!(
+        snap.profile.iter().any(|i| i.text == "\u{e9}".repeat(300)),
+        "{:?}",
+        snap.profile
+    );
+    f.hub
+        .apply(MemoryOp::Remove {
+            id: MemoryId::derive("accents"),
+            scope: scope.clone(),
+        })
+        .await
+        .unwrap();
+    let c6 = format!("6{}", "x".repeat(499));
+    f.add(new("c6", &scope, Layer::Profile, &c6)).await;
     // a replace that grows the profile past 4000 characters is refused too
     f.hub
         .apply(MemoryOp::Remove {

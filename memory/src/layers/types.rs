@@ -307,9 +307,14 @@ impl MemoryItem {
 
 /// Collapses every run of whitespace (newlines included) to one space and
 /// trims: a stored fact is one line, so it cannot fake a heading or an
-/// instruction block when rendered.
+/// instruction block when rendered. And composes it (NFC): a decomposed
+/// `e\u{301}` is the one character `é` a person sees, so it is counted
+/// and kept as one (QA: a decomposed text met the length limits at half
+/// its length, and a two-letter Forget `matching` of it passed the
+/// three-character minimum).
 pub fn normalize_text(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let composed = ComposingNormalizerBorrowed::new_nfc().normalize(text);
+    composed.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The comparison key of a text: NFKC (full-width "８０８０" is "8080",
