@@ -81,6 +81,7 @@ pub(crate) use tokenizer::classify;
 /// Cuts text into the units queries use (stemmed words, CJK bigrams); the
 /// memory log ranks its entries with the same units.
 pub(crate) use tokenizer::query_analyzer;
+pub(crate) use tokenizer::recall_analyzer;
 pub use writer::IndexOptions;
 pub use writer::IndexProgress;
 pub use writer::Indexer;

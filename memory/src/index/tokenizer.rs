@@ -261,6 +261,12 @@ pub(crate) enum Mode {
     Index,
     /// Queries: bigrams of CJK runs (the unigram of a one-character run).
     Query,
+    /// Memory log entries' recall terms (`layers/recall.rs`), compared
+    /// term by term with an input's [`Mode::Query`] terms: CJK runs as a
+    /// query cuts them, letter-prefixed numbers split as the index splits
+    /// them, so recall meets `x86` for `86` and `iPhone15` for `iPhone`
+    /// as search does (QA: their relevance was 0).
+    Recall,
 }
 
 /// The tokenizer; see the module docs.
@@ -283,6 +289,11 @@ pub(crate) fn index_analyzer() -> TextAnalyzer {
 /// The analyzer query text is cut with.
 pub(crate) fn query_analyzer() -> TextAnalyzer {
     TextAnalyzer::from(TranscriptTokenizer::new(Mode::Query))
+}
+
+/// The analyzer a memory log entry's recall terms are cut with.
+pub(crate) fn recall_analyzer() -> TextAnalyzer {
+    TextAnalyzer::from(TranscriptTokenizer::new(Mode::Recall))
 }
 
 impl Tokenizer for TranscriptTokenizer {
@@ -353,8 +364,8 @@ impl TranscriptTokenStream<'_> {
     fn emit_run_token(&mut self, step: usize) {
         let (first, bigram) = match (self.mode, self.run.len()) {
             (Mode::Index, _) => (step / 2, step % 2 == 1),
-            (Mode::Query, 1) => (0, false),
-            (Mode::Query, _) => (step, true),
+            (Mode::Query | Mode::Recall, 1) => (0, false),
+            (Mode::Query | Mode::Recall, _) => (step, true),
         };
         let head = self.run[first];
         let tail = if bigram { self.run[first + 1] } else { head };
@@ -406,8 +417,8 @@ impl TranscriptTokenStream<'_> {
         self.steps = match (self.mode, self.run.len()) {
             (_, 0) => 0,
             (Mode::Index, n) => 2 * n - 1,
-            (Mode::Query, 1) => 1,
-            (Mode::Query, n) => n - 1,
+            (Mode::Query | Mode::Recall, 1) => 1,
+            (Mode::Query | Mode::Recall, n) => n - 1,
         };
     }
 
@@ -439,7 +450,7 @@ impl TranscriptTokenStream<'_> {
             self.dropped = true;
             return false;
         }
-        if self.mode == Mode::Index
+        if self.mode != Mode::Query
             && let Some((letters, digits)) = prefixed_number(&self.token.text)
         {
             // (emitted last first: the digits, then the letters)

@@ -35,7 +35,9 @@ use crate::error::Result;
 /// only its text with its own accents until it is pruned (an hour, or
 /// once no extraction owed predates it). 6: comparison keys without
 /// invisible characters (`lives in\u{200b} Berlin` = `lives in Berlin`).
-pub(crate) const KEYS_FORMAT: &str = "6";
+/// 7: recall terms with the digits and letters of letter-prefixed numbers
+/// (`x86` also gives `86`), comparison keys unchanged.
+pub(crate) const KEYS_FORMAT: &str = "7";
 
 /// The `meta` key holding the format of the stored keys.
 const META_KEY: &str = "memory_keys_format";

@@ -15,7 +15,10 @@
 //!   words case- and accent-folded and stemmed, CJK runs as overlapping
 //!   bigrams (one character alone as itself), so `供应商` matches
 //!   `新供应商名单`, `Suppliers` matches `supplier` and `Zurich` matches
-//!   `Zürich`. A short list of English function
+//!   `Zürich`. An entry's letter-prefixed numbers also give their
+//!   digits and letters, as the index's do (`x86` gives `86`, `iPhone15`
+//!   gives `iphone`), so an input of `86` or `iPhone` meets them as a
+//!   search does. A short list of English function
 //!   words (`the`, `with`, `what`, …) is left out: in a log of a few dozen
 //!   entries their idf does not push them down enough. The `1 +` keeps an entry that shares
 //!   nothing with the input in the running, ranked by recency and weight,
@@ -39,6 +42,7 @@ use super::types::Importance;
 use super::types::MemoryId;
 use super::types::MemoryItem;
 use crate::index::query_analyzer;
+use crate::index::recall_analyzer;
 
 /// How many log entries the prompt takes by default.
 pub const LOG_PROMPT_CAP: usize = 30;
@@ -115,11 +119,12 @@ fn terms_with(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
-/// The stored form of a text's terms: [`terms`] joined by spaces (terms
-/// never contain whitespace). Written with every log entry, so ranking at
-/// prompt time does not tokenize.
+/// The stored form of a text's terms: its recall terms (an input's
+/// [`terms`], and the parts of its letter-prefixed numbers) joined by
+/// spaces (terms never contain whitespace). Written with every log entry,
+/// so ranking at prompt time does not tokenize.
 pub(crate) fn stored_terms(text: &str) -> String {
-    terms(text).join(" ")
+    terms_with(&mut recall_analyzer(), text).join(" ")
 }
 
 /// One log entry as ranking sees it.

@@ -135,6 +135,29 @@ fn future_dates_count_as_new_and_cap_zero_is_empty() {
     assert!(none.is_empty());
 }
 
+/// QA (2026-12-06): an entry's `x86` or `iPhone15` had a relevance of 0
+/// for the input `86` or `iPhone`, which transcript search finds.
+#[test]
+fn a_letter_prefixed_number_is_recalled_by_its_digits_and_letters() {
+    let deploy = "The deploy to prod used x86 images";
+    let phone = "iPhone15的价格很贵";
+    let entries = vec![
+        entry("a", deploy, 1.0, 3),
+        entry("b", phone, 1.0, 3),
+        entry("c", "Lunch with the design team", 0.0, 3),
+    ];
+    for (input, expected) in [
+        ("86", deploy),
+        ("x86", deploy),
+        ("iPhone", phone),
+        ("iphone15", phone),
+    ] {
+        let ranked = rank_log(entries.clone(), input, NOW, &RecallParams::default());
+        assert_eq!(ranked[0].item.text, expected, "{input}");
+        assert!(ranked[0].relevance > 0.0, "{input}");
+    }
+}
+
 #[test]
 fn terms_are_the_query_units() {
     assert_eq!(terms("Suppliers 供应商"), vec!["supplier", "供应", "应商"]);
