@@ -76,7 +76,7 @@ async fn search_through_the_api_and_the_cli_with_clear_errors() {
         ),
         (
             "/v1/search?q=say%20%22hi",
-            "q: unbalanced quote: the \" at character 4 opens a phrase that is never closed; add a closing \" or remove it",
+            "q: unbalanced quote: the \" at character 5 opens a phrase that is never closed; add a closing \" or remove it",
         ),
         (
             "/v1/search",

@@ -441,7 +441,7 @@ async fn bad_input_gets_errors_that_say_what_to_do() {
         ),
         (
             json!({"query": "say \"hello"}),
-            "unbalanced quote: the \" at character 4 opens a phrase that is never closed",
+            "unbalanced quote: the \" at character 5 opens a phrase that is never closed",
             "quote closed",
         ),
         (

@@ -43,19 +43,23 @@ pub enum QueryError {
     },
     /// A quote opens a phrase that never closes.
     #[error(
-        "unbalanced quote: the {quote} at character {at} opens a phrase that is never closed; add a closing {close} or remove it"
+        "unbalanced quote: the {quote} at character {} opens a phrase that is never closed; add a closing {close} or remove it",
+        .at + 1
     )]
     UnbalancedQuote {
         /// The opening quote character.
         quote: char,
         /// The quote that would close it.
         close: char,
-        /// Its position in the query, in characters from 0.
+        /// Its position in the query, in characters from 0 (the message
+        /// counts from 1, as a person does: QA, "character 0" read as
+        /// meaningless).
         at: usize,
     },
     /// A quoted phrase has no searchable word inside.
     #[error(
-        "the phrase starting at character {at} has no searchable words; put words between the quotes or remove them"
+        "the phrase starting at character {} has no searchable words; put words between the quotes or remove them",
+        .at + 1
     )]
     EmptyPhrase {
         /// Position of the opening quote, in characters from 0.

@@ -169,7 +169,7 @@ fn error_messages_say_what_to_fix() {
     assert_eq!(
         msg.as_deref(),
         Some(
-            "unbalanced quote: the \" at character 4 opens a phrase that is never closed; add a closing \" or remove it"
+            "unbalanced quote: the \" at character 5 opens a phrase that is never closed; add a closing \" or remove it"
         )
     );
     let msg = parse_text(&"x".repeat(600)).err().map(|e| e.to_string());
