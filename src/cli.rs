@@ -349,9 +349,9 @@ fn not_for_host_commands(id: &'static str) -> clap::Arg {
 pub fn parse() -> Cli {
     use clap::CommandFactory as _;
     use clap::FromArgMatches as _;
-    let matches = Cli::command()
-        .try_get_matches()
-        .unwrap_or_else(|e| long_value_cut(list_hint(exclusion_hint(e))).exit());
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| {
+        env_flags_out_of_usage(long_value_cut(list_hint(exclusion_hint(e)))).exit()
+    });
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let typed = |id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
     let host_typed = typed("host");
@@ -415,7 +415,6 @@ const QUOTED_VALUE_CHARS: usize = 100;
 /// without the value: it quoted it whole (`memory BOT --input` of 4,001
 /// characters printed them all, QA). The parser's reason stays.
 fn long_value_cut(e: clap::Error) -> clap::Error {
-    use clap::CommandFactory as _;
     use clap::error::ContextKind;
     use clap::error::ContextValue;
     if e.kind() != clap::error::ErrorKind::ValueValidation {
@@ -434,10 +433,28 @@ fn long_value_cut(e: clap::Error) -> clap::Error {
     let why = std::error::Error::source(&e)
         .map(ToString::to_string)
         .unwrap_or_default();
-    Cli::command().error(
+    // with the usage of the command it was given to, not the top level's
+    // (QA, 2026-12-06)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    subcommand_error(
+        command_word(&args).map_or("", |at| args[at].as_str()),
         clap::error::ErrorKind::ValueValidation,
         format!("invalid value for '{arg}' ({chars} characters): {why}"),
     )
+}
+
+/// Where the command is in `args`: the first word that is no option or
+/// a global option's value.
+fn command_word(args: &[String]) -> Option<usize> {
+    let mut at = 0;
+    while at < args.len() {
+        match args[at].as_str() {
+            "--host" | "--token" => at += 2,
+            a if a.starts_with('-') => at += 1,
+            _ => return Some(at),
+        }
+    }
+    None
 }
 
 /// clap's error for `botfleet search milk -cheese`, whose `-cheese` is
@@ -518,18 +535,10 @@ fn list_hint(e: clap::Error) -> clap::Error {
         return e;
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
-    // the command: the first word that is no option or an option's value
-    let mut at = 0;
-    while at < args.len() {
-        match args[at].as_str() {
-            "--host" | "--token" => at += 2,
-            a if a.starts_with('-') => at += 1,
-            _ => break,
-        }
-    }
-    let Some(command) = args.get(at) else {
+    let Some(at) = command_word(&args) else {
         return e;
     };
+    let command = &args[at];
     let lists = ["routines", "hooks", "bots", "approvals", "memory"];
     if !lists.contains(&command.as_str())
         || !matches!(args.get(at + 1).map(String::as_str), Some("list" | "ls"))
@@ -548,6 +557,50 @@ fn list_hint(e: clap::Error) -> clap::Error {
             args[at + 1]
         ),
     )
+}
+
+/// clap's error with `--host <HOST>` and `--token <TOKEN>` left out of
+/// its usage line where they were not typed: clap lists an argument that
+/// has a value there, so one set by `BOTFLEET_HOST` or `BOTFLEET_TOKEN`
+/// read as a required flag (`Usage: botfleet search --host <HOST> --token
+/// <TOKEN> <QUERY>`, QA). Other errors are as clap made them.
+fn env_flags_out_of_usage(e: clap::Error) -> clap::Error {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return e;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let typed = |flag: &str| {
+        args.iter()
+            .any(|a| a == flag || a.strip_prefix(flag).is_some_and(|v| v.starts_with('=')))
+    };
+    let hidden: Vec<&str> = [
+        ("--host", " --host <HOST>"),
+        ("--token", " --token <TOKEN>"),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| !typed(flag))
+    .map(|(_, shown)| shown)
+    .collect();
+    let text = e.render().to_string();
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("Usage: ") {
+            out.push_str(&hidden.iter().fold(line.to_owned(), |l, h| l.replace(h, "")));
+        } else {
+            out.push_str(line);
+        }
+    }
+    if out == text {
+        return e;
+    }
+    let message = out.strip_prefix("error: ").unwrap_or(&out);
+    clap::Error::raw(e.kind(), message)
 }
 
 /// A usage error of subcommand `name`, shown with its usage line (the

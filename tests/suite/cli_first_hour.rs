@@ -128,6 +128,8 @@ async fn out_of_range_flags_are_usage_errors() {
     );
     // without the value quoted whole (QA: 4,001 characters printed back)
     assert!(err.len() < 1_000, "{} bytes: {err}", err.len());
+    // with the usage of `memory`, not the top level's (QA, 2026-12-06)
+    assert!(err.contains("Usage: botfleet memory "), "{err}");
     let cjk = "记".repeat(4000);
     let (code, _, err) = cli(&["memory", "r", "--input", &cjk], &nowhere, TOKEN).await;
     assert_ne!(code, 2, "{err}");

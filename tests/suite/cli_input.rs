@@ -636,3 +636,32 @@ async fn a_second_signal_stops_at_once() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(2), "{took:?}");
 }
+
+/// A usage error's usage line names the arguments a person must give
+/// (QA, 2026-12-06: with BOTFLEET_HOST and BOTFLEET_TOKEN set, `botfleet
+/// search` showed `Usage: botfleet search --host <HOST> --token <TOKEN>
+/// <QUERY>`, as if the variables were not enough).
+#[test]
+fn a_usage_line_leaves_out_what_the_environment_gives() {
+    for args in [&["search"][..], &["forget"], &["group", "send"]] {
+        let out = std::process::Command::new(BIN)
+            .args(args)
+            .env("BOTFLEET_HOST", "http://127.0.0.1:9")
+            .env("BOTFLEET_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let usage = err.lines().find(|l| l.starts_with("Usage: ")).unwrap();
+        assert!(
+            usage.starts_with(&format!("Usage: botfleet {} <", args.join(" ")))
+                && !usage.contains("--token")
+                && !usage.contains("--host"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.starts_with("error: the following required arguments were not provided"),
+            "{err}"
+        );
+    }
+}
