@@ -195,9 +195,11 @@ fn print_prompt(v: &Value, input: &str, shown: &HashSet<&str>) {
     }
 }
 
-/// An item of the listing: id, text, expiry of a note, and the shared
-/// room it was remembered in (its `source`, `tool:<bot>@room:<room>`):
-/// someone in that room may have told it, not the owner.
+/// An item of the listing: id, text, expiry of a note, its importance
+/// and who wrote it (QA: the listing showed neither, which the prompt's
+/// choice and a replace's go by), and the shared room it was remembered
+/// in (its `source`, `tool:<bot>@room:<room>`): someone in that room may
+/// have told it, not the owner.
 fn line(item: &Value) -> String {
     let mut out = format!(
         "{}  {}",
@@ -207,6 +209,17 @@ fn line(item: &Value) -> String {
     if let Some(at) = item["expires_at"].as_i64().and_then(terminal::minute_utc) {
         out.push_str(&format!("  (until {at})"));
     }
+    let source = item["source"].as_str().unwrap_or("");
+    let by = match source.split_once(':') {
+        Some(("tool", bot)) => {
+            let bot = bot.split_once("@room:").map_or(bot, |(bot, _)| bot);
+            format!(", by {bot}'s Remember")
+        }
+        Some(("extract", bot)) => format!(", by {bot}'s fact extraction"),
+        _ if source.is_empty() => String::new(),
+        _ => format!(", source {source}"),
+    };
+    out.push_str(&format!("  (importance {}{by})", item["importance"]));
     if let Some(room) = item["source"]
         .as_str()
         .and_then(|s| s.split_once("@room:"))

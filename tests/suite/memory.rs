@@ -444,7 +444,11 @@ async fn the_cli_shows_and_forgets_memory() {
     let (code, out, err) = cli(&["memory", "a1"], &host.url, TOKEN).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("user:alice — profile 1/100 facts"), "{out}");
-    assert!(out.contains("Prefers tea over coffee"), "{out}");
+    // with its importance and who wrote it (QA: the listing showed neither)
+    assert!(
+        out.contains("Prefers tea over coffee  (importance 3, by a1's Remember)"),
+        "{out}"
+    );
     let (_, json_out, _) = cli(
         &["memory", "a1", "--json", "--input", "tea?"],
         &host.url,
