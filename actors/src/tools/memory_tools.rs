@@ -312,6 +312,18 @@ impl Tool for Remember {
                     expiry_note(&item)
                 )))
             }
+            // the same fact with an importance: it keeps the higher of
+            // the two, which is then the one asked for
+            MemoryOpResult::Unchanged(item) if importance == Some(item.importance) => {
+                Ok(ToolOutput::text(format!(
+                    "Already remembered as {} in {}{}: {}. It is kept at importance {}.",
+                    item.id,
+                    where_(&item),
+                    expiry_note(&item),
+                    quoted(&item.text),
+                    item.importance.get()
+                )))
+            }
             MemoryOpResult::Unchanged(item) => Ok(ToolOutput::text(format!(
                 "Already remembered as {} in {}{}: {}. Nothing changed.",
                 item.id,

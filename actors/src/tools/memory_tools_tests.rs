@@ -100,11 +100,29 @@ async fn remember_writes_the_owners_profile_by_default_and_is_idempotent() {
         .await
         .unwrap();
     assert!(
-        again.content.starts_with("Already remembered"),
+        again.content.starts_with("Already remembered")
+            && again.content.ends_with("Nothing changed."),
         "{}",
         again.content
     );
     assert_eq!(items(&f).await.len(), 1);
+    // the same fact stressed: kept once, at the higher importance
+    let stressed = remember(
+        &f,
+        "c2",
+        json!({"text": "prefers tea over COFFEE", "importance": 5}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        stressed.content.starts_with("Already remembered")
+            && stressed.content.ends_with("It is kept at importance 5."),
+        "{}",
+        stressed.content
+    );
+    let stored = items(&f).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].importance.get(), 5);
 }
 
 /// Regression (memory QA): an importance of 300, 3.5 or -1 was told

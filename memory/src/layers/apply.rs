@@ -184,8 +184,17 @@ pub(crate) fn apply(conn: &Connection, op: &MemoryOp, now: i64) -> Result<Memory
                 let at = set_at(ended, now);
                 match replace(conn, id, scope, text, *importance, source, at)? {
                     // the item's new text is another item's: what it said
-                    // is outdated and the fact is kept already
-                    MemoryOpResult::Refused(MemoryRefusal::Twin { .. }) => {
+                    // is outdated and the fact is kept already, as
+                    // important as the replace made it (QA: it kept the
+                    // other's lower importance)
+                    MemoryOpResult::Refused(MemoryRefusal::Twin { twin, .. }) => {
+                        let wanted = match importance {
+                            Some(i) => Some(*i),
+                            None => get_item(conn, id)?.map(|i| i.importance),
+                        };
+                        if let (Some(wanted), Some(kept)) = (wanted, get_item(conn, &twin)?) {
+                            restated(conn, &kept, wanted, None)?;
+                        }
                         remove(conn, id, scope, None, now)
                     }
                     other => Ok(other),
@@ -240,27 +249,40 @@ fn set_at(ended: Option<i64>, now: i64) -> i64 {
     ended.map_or(now, |ended| ended.min(now))
 }
 
-/// `twin` written again (its text, scope and layer), to expire at
-/// `expires_at`: unchanged, but a note lives to the later of its two
-/// expiries. "Still waiting for it, keep it two more days" wrote the same
-/// note again for 48 hours and kept the first one's hour: the note went
-/// at the end of it. A shorter lifetime does not cut a note short.
+/// `twin` written again (its text, scope and layer) with `importance`, to
+/// expire at `expires_at`: unchanged, but a note lives to the later of its
+/// two expiries, and the fact keeps the higher of its two importances.
+/// "Still waiting for it, keep it two more days" wrote the same note again
+/// for 48 hours and kept the first one's hour: the note went at the end of
+/// it. A shorter lifetime does not cut a note short, nor a lower
+/// importance lower it; a higher one (the person stressed the fact) was
+/// dropped (QA), and the fact ranked and was suggested for replacing as
+/// the less important one.
 fn restated(
     conn: &Connection,
     twin: &MemoryItem,
+    importance: Importance,
     expires_at: Option<i64>,
 ) -> Result<MemoryOpResult> {
-    match (twin.expires_at, expires_at) {
-        (Some(old), Some(later)) if later > old => {
-            conn.prepare_cached("UPDATE memory SET expires_at = ?2 WHERE id = ?1")?
-                .execute(params![twin.id.as_str(), later])?;
-            Ok(MemoryOpResult::Unchanged(MemoryItem {
-                expires_at: Some(later),
-                ..twin.clone()
-            }))
-        }
-        _ => Ok(MemoryOpResult::Unchanged(twin.clone())),
+    let expires_at = match (twin.expires_at, expires_at) {
+        (Some(old), Some(later)) if later > old => Some(later),
+        (kept, _) => kept,
+    };
+    let importance = twin.importance.max(importance);
+    if (expires_at, importance) == (twin.expires_at, twin.importance) {
+        return Ok(MemoryOpResult::Unchanged(twin.clone()));
     }
+    conn.prepare_cached("UPDATE memory SET expires_at = ?2, importance = ?3 WHERE id = ?1")?
+        .execute(params![
+            twin.id.as_str(),
+            expires_at,
+            i64::from(importance.get())
+        ])?;
+    Ok(MemoryOpResult::Unchanged(MemoryItem {
+        expires_at,
+        importance,
+        ..twin.clone()
+    }))
 }
 
 /// Normalizes a text for `layer`, or refuses it.
@@ -349,7 +371,7 @@ fn add(
         .iter()
         .find(|i| comparison_key(&i.text) == key && visible_from(&i.source, &new.source))
     {
-        return restated(conn, twin, new.expires_at);
+        return restated(conn, twin, new.importance, new.expires_at);
     }
     let chars = text.chars().count();
     if let Some(refusal) = room_for(&new.scope, new.layer, &items, chars, now) {

@@ -275,13 +275,14 @@ async fn a_replace_never_makes_a_twin_of_another_item() {
     let r = apply(&f, own).await;
     assert!(matches!(r, MemoryOpResult::Replaced { .. }), "{r:?}");
     // an extraction that finds `old` outdated by a fact already kept
-    // removes it
+    // removes it, and the kept fact is as important as the extraction
+    // said (QA: it kept its own, lower importance)
     let said = start_turn(&f).await;
     let change = MemoryOp::ChangeExtracted {
         id: old.id.clone(),
         scope: alice(),
         text: "cafe in zurich".into(),
-        importance: None,
+        importance: Some(Importance::new(5).unwrap()),
         source: "extract:a1".into(),
         remove: false,
         turn: said,
@@ -296,4 +297,5 @@ async fn a_replace_never_makes_a_twin_of_another_item() {
         .await;
     let texts: Vec<&str> = snap.profile.iter().map(|i| i.text.as_str()).collect();
     assert_eq!(texts, ["CAFÉ in Zürich"]);
+    assert_eq!(snap.profile[0].importance.get(), 5);
 }

@@ -40,6 +40,42 @@ fn texts(items: &[MemoryItem]) -> Vec<&str> {
     items.iter().map(|i| i.text.as_str()).collect()
 }
 
+/// The same fact written again as more important is kept as the more
+/// important one; written again as less important, it stays as it was
+/// (QA: the higher importance was dropped, and the fact ranked and was
+/// suggested for replacing as the less important one).
+#[tokio::test]
+async fn a_fact_written_again_keeps_the_higher_importance() {
+    let f = fixture();
+    let scope = user("alice");
+    let with = |seed: &str, text: &str, importance: u8| NewMemory {
+        importance: Importance::new(importance).unwrap(),
+        ..new(seed, &scope, Layer::Profile, text)
+    };
+    let r = f.add(with("jazz", "Likes jazz", 2)).await;
+    assert!(matches!(r, MemoryOpResult::Added(_)), "{r:?}");
+    let r = f.add(with("jazz-again", "likes  JAZZ", 5)).await;
+    let MemoryOpResult::Unchanged(item) = &r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(
+        (item.text.as_str(), item.importance.get()),
+        ("Likes jazz", 5)
+    );
+    let r = f.add(with("jazz-low", "Likes jazz", 1)).await;
+    let MemoryOpResult::Unchanged(item) = &r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(item.importance.get(), 5);
+    let snap = f.snapshot(&bot("a1", "alice", &[]), "").await;
+    let shown: Vec<(&str, u8)> = snap
+        .profile
+        .iter()
+        .map(|i| (i.text.as_str(), i.importance.get()))
+        .collect();
+    assert_eq!(shown, [("Likes jazz", 5)]);
+}
+
 #[tokio::test]
 async fn a_profile_fact_is_shared_by_the_users_bots_only() {
     let f = fixture();
