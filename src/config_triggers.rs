@@ -131,6 +131,20 @@ impl LoadedFleet {
                     format!("routine {:?} is defined twice for this bot", r.name),
                 ));
             }
+            // as the API refuses them (QA: the file took both)
+            if let Some(o) = b.routines[..j]
+                .iter()
+                .find(|o| o.name.eq_ignore_ascii_case(&r.name))
+            {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!(
+                        "routine {:?} differs from this bot's routine {:?} only in case: two \
+                         names people read as one; rename one of them",
+                        r.name, o.name
+                    ),
+                ));
+            }
         }
         for (j, h) in b.hooks.iter().enumerate() {
             let key = format!("{key}.hooks[{j}]");
@@ -270,6 +284,23 @@ mod tests {
             let e = err(&hooked(&format!("{line}\n")));
             assert!(e.contains(key), "{line}: {e}");
         }
+        // two routines whose names differ only in case (QA: taken)
+        let twins = format!(
+            "{ISSUE_EXAMPLE}{}",
+            ["tick", "TICK"]
+                .map(|n| format!(
+                    "[[bots.routines]]\nname = \"{n}\"\ncron = \"0 9 * * *\"\ntimezone = \"UTC\"\nprompt = \"p\"\n"
+                ))
+                .concat()
+        );
+        let e = err(&twins);
+        assert!(
+            e.contains("bots[0].routines[1].name")
+                && e.contains(
+                    "routine \"TICK\" differs from this bot's routine \"tick\" only in case"
+                ),
+            "{e}"
+        );
         // a negative rate names the range, not the Rust type (QA: it
         // said "expected u32")
         let e = err(&hooked("deliveries_per_minute = -1\n"));

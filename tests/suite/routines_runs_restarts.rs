@@ -388,6 +388,56 @@ async fn fleet_toml_wins_over_an_api_routine_of_its_name_at_the_next_start() {
     h.stop().await;
 }
 
+/// A routine made through the API, then one written into fleet.toml
+/// under its name in another case (`c2`, `C2`): one name to people, as
+/// the API's own check holds, so the file's replaces it at the next start
+/// and the banner says so (QA, 2026-12-06: both were kept, each with its
+/// schedule and session, without a word).
+#[tokio::test(start_paused = true)]
+async fn a_file_routine_replaces_an_api_routine_whose_name_differs_only_in_case() {
+    use botfleet_memory::RoutineOrigin;
+
+    use super::routines::Rig;
+    use super::routines::spec;
+
+    let rig = Rig::new("2026-06-01T00:00:00Z").await;
+    let h = rig.scheduler(vec![]).await;
+    h.put(&rig.bot, spec("c2", "0 10 * * *", "UTC"))
+        .await
+        .unwrap();
+    h.stop().await;
+    let h = rig.scheduler(vec![spec("C2", "30 9 * * *", "UTC")]).await;
+    let notes = h.start_notes();
+    assert!(
+        notes.len() == 1
+            && notes[0].contains("routine \"c2\"")
+            && notes[0].contains("cron \"0 10 * * *\"")
+            && notes[0].contains("\"C2\", a name differing from it only in case"),
+        "{notes:?}"
+    );
+    let listed: Vec<(String, RoutineOrigin)> = h
+        .list(&rig.bot)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.name, r.origin))
+        .collect();
+    assert_eq!(listed, vec![("C2".to_owned(), RoutineOrigin::Config)]);
+    h.stop().await;
+    // gone from the store too: the next start reads only the file's
+    let h = rig.scheduler(vec![spec("C2", "30 9 * * *", "UTC")]).await;
+    assert!(h.start_notes().is_empty(), "{:?}", h.start_notes());
+    let names: Vec<String> = h
+        .list(&rig.bot)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(names, ["C2"]);
+    h.stop().await;
+}
+
 /// Regression: a routine the owner made through the API went with the
 /// bot when fleet.toml gave the bot to another user, and kept firing for
 /// the new owner: the former owner's prompt ran with the new owner's

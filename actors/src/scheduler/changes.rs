@@ -74,11 +74,34 @@ pub(super) async fn sync_config(state: &mut SchedulerState) -> Result<(), StoreE
             }
         };
         let key = (bot.clone(), spec.name.clone());
+        // an API routine whose name differs from the file's only in case
+        // is one name to people, as the API's own check holds (QA: both
+        // were kept, each with its schedule and session): replaced as one
+        // of the file's name is
+        let twin = state
+            .routines
+            .iter()
+            .find(|((b, n), l)| {
+                b == bot
+                    && *n != spec.name
+                    && n.eq_ignore_ascii_case(&spec.name)
+                    && l.record.origin == RoutineOrigin::Api
+            })
+            .map(|(k, _)| k.clone());
+        if let Some(twin) = twin.and_then(|k| state.routines.remove(&k)) {
+            let note = replaced_note(&twin.record, &spec.name);
+            tracing::warn!(%bot, routine = %twin.record.name, "{note}");
+            state.args.replaced.lock().push(note);
+            batch.push(Mutation::DeleteRoutine {
+                bot: twin.record.bot.clone(),
+                name: twin.record.name.clone(),
+            });
+        }
         let mut existing = state.routines.get(&key).map(|l| &l.record);
         if let Some(api) = existing.filter(|e| e.origin == RoutineOrigin::Api) {
             // documented (the file's wins), but said: the owner's routine
             // is gone for good (QA, 2026-12-04: it went without a word)
-            let note = replaced_note(api);
+            let note = replaced_note(api, &spec.name);
             tracing::warn!(%bot, routine = %spec.name, "{note}");
             state.args.replaced.lock().push(note);
             // another routine: none of its schedule, age or runs are this
@@ -118,17 +141,23 @@ pub(super) async fn sync_config(state: &mut SchedulerState) -> Result<(), StoreE
     Ok(())
 }
 
-/// What the banner says of an API routine a fleet-file routine of its
-/// name replaced: the bot, the name and what it was, so its owner can
-/// make it again under another name.
-fn replaced_note(api: &RoutineRecord) -> String {
+/// What the banner says of an API routine the fleet-file routine `file`
+/// replaced (of its name, or of one differing only in case): the bot, the
+/// name and what it was, so its owner can make it again under another
+/// name.
+fn replaced_note(api: &RoutineRecord, file: &str) -> String {
     let prompt = match api.prompt.char_indices().nth(80) {
         Some((cut, _)) => format!("{}…", &api.prompt[..cut]),
         None => api.prompt.clone(),
     };
+    let whose = if api.name == file {
+        "of that name".to_owned()
+    } else {
+        format!("{file:?}, a name differing from it only in case")
+    };
     format!(
         "routine {name:?} of bot {bot} made through the API (cron {cron:?}, timezone {tz}, \
-         prompt {prompt:?}) is replaced by the fleet file's routine of that name; to keep it, \
+         prompt {prompt:?}) is replaced by the fleet file's routine {whose}; to keep it, \
          put it again under another name (`botfleet routines put {bot} NAME …`)",
         name = api.name,
         bot = api.bot,
