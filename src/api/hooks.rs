@@ -224,14 +224,19 @@ impl HookSecret {
             // signature is the same, so it is held to that timestamp's age
             // (QA: a capture was replayed this way long past the tolerance)
             return match signed_timestamp(body) {
-                Some(seconds) => self.check_age(seconds, now_ms).map_err(|e| match e {
-                    ApiError::BadSignature(why) => ApiError::BadSignature(format!(
-                        "this payload starts as the text a timestamped signature signs (Unix \
-                         time, a dot: \"{seconds}.\"), so it is held to that time: {why}; \
-                         a sender whose payload starts so sends X-Botfleet-Timestamp"
-                    )),
-                    other => other,
-                }),
+                // the prefix quoted as sent (QA: `0001600000000.` was
+                // quoted as "1600000000.", and its age as the header's)
+                Some((seconds, prefix)) => self
+                    .check_age(seconds, now_ms, "the Unix time this payload starts with")
+                    .map_err(|e| match e {
+                        ApiError::BadSignature(why) => ApiError::BadSignature(format!(
+                            "this payload starts as the text a timestamped signature signs \
+                             (Unix time, a dot: \"{prefix}\"), so it is held to that time: \
+                             {why}; a sender whose payload starts so sends \
+                             X-Botfleet-Timestamp"
+                        )),
+                        other => other,
+                    }),
                 None => Ok(BODY_ONLY_WINDOW),
             };
         };
@@ -248,20 +253,21 @@ impl HookSecret {
                     .into(),
             ));
         }
-        self.check_age(seconds, now_ms)
+        self.check_age(seconds, now_ms, "the X-Botfleet-Timestamp")
     }
 
     /// Refuses a signature made at `seconds` (Unix time) that is further
     /// from the host's clock (`now_ms`) than the hook's tolerance, either
     /// way; else how long to remember it: until its age passes the
-    /// tolerance, when a replay is refused for its age.
-    fn check_age(&self, seconds: i64, now_ms: i64) -> Result<Duration, ApiError> {
+    /// tolerance, when a replay is refused for its age. `what` names where
+    /// the time was read.
+    fn check_age(&self, seconds: i64, now_ms: i64, what: &str) -> Result<Duration, ApiError> {
         let tolerance = i64::try_from(self.options.timestamp_tolerance_s).unwrap_or(i64::MAX);
         let now = now_ms.div_euclid(1000);
         let age = now.saturating_sub(seconds);
         if age > tolerance {
             return Err(ApiError::BadSignature(format!(
-                "the X-Botfleet-Timestamp is {age} s old, past this webhook's tolerance of \
+                "{what} is {age} s old, past this webhook's tolerance of \
                  {tolerance} s (timestamp_tolerance_s): an old signed request is refused so \
                  that a captured one cannot be replayed; sign the delivery again with the \
                  current time (and check the sender's clock)"
@@ -269,7 +275,7 @@ impl HookSecret {
         }
         if -age > tolerance {
             return Err(ApiError::BadSignature(format!(
-                "the X-Botfleet-Timestamp is {} s ahead of this host's clock, past this \
+                "{what} is {} s ahead of this host's clock, past this \
                  webhook's tolerance of {tolerance} s (timestamp_tolerance_s): check the \
                  sender's clock (Unix time in seconds, not milliseconds)",
                 -age
@@ -292,7 +298,8 @@ impl HookSecret {
 /// 11 digits (from 2001 to 5138) once any leading zeros are dropped, as
 /// the header's value may have them (QA: `00…` moved into the body was
 /// taken for a plain body, and admitted at any age).
-fn signed_timestamp(body: &[u8]) -> Option<i64> {
+/// Answers it with the text it was read from, as sent (digits and dot).
+fn signed_timestamp(body: &[u8]) -> Option<(i64, &str)> {
     let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
     if body.get(digits) != Some(&b'.') {
         return None;
@@ -301,7 +308,9 @@ fn signed_timestamp(body: &[u8]) -> Option<i64> {
     if !(9..=11).contains(&(digits - zeros)) {
         return None;
     }
-    std::str::from_utf8(&body[zeros..digits]).ok()?.parse().ok()
+    // ASCII digits and a dot, checked above
+    let prefix = std::str::from_utf8(&body[..=digits]).ok()?;
+    Some((prefix[zeros..digits].parse().ok()?, prefix))
 }
 
 /// The configured webhooks, by (bot, hook).

@@ -118,6 +118,14 @@ fn a_timestamped_signature_replayed_as_a_body_only_one_keeps_its_age() {
     let signed = [format!("{padded}.").as_bytes(), body.as_slice()].concat();
     let e = refusal(hook.verify(&tag(&sign(KEY, &signed)), None, &signed, NOW_MS));
     assert!(e.contains("4000 s old"), "{e}");
+    // quoted as sent, and its age as the payload's, not a header's (QA:
+    // "\"1600000000.\"", "the X-Botfleet-Timestamp is … s old")
+    assert!(
+        e.contains(&format!("\"{padded}.\""))
+            && e.contains("the Unix time this payload starts with is 4000 s old")
+            && !e.contains("the X-Botfleet-Timestamp is"),
+        "{e}"
+    );
     // a body that merely starts with a number is not a timestamp
     for plain in [
         b"12.5 degrees".as_slice(),
