@@ -435,12 +435,23 @@ fn long_value_cut(e: clap::Error) -> clap::Error {
         .unwrap_or_default();
     // with the usage of the command it was given to, not the top level's
     // (QA, 2026-12-06)
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = typed_args();
     subcommand_error(
         command_word(&args).map_or("", |at| args[at].as_str()),
         clap::error::ErrorKind::ValueValidation,
         format!("invalid value for '{arg}' ({chars} characters): {why}"),
     )
+}
+
+/// The arguments as typed, for the hints above clap's errors: an
+/// argument that is not UTF-8 as its lossy text (`std::env::args` panics
+/// on one, and clap's own error for it is what such a command gets: QA, a
+/// `send r $'\xff'` panicked with a backtrace instead).
+fn typed_args() -> Vec<String> {
+    std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Where the command is in `args`: the first word that is no option or
@@ -467,7 +478,7 @@ fn exclusion_hint(e: clap::Error) -> clap::Error {
     use clap::error::ContextKind;
     use clap::error::ContextValue;
     use clap::error::ErrorKind;
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = typed_args();
     let Some(at) = args.iter().position(|a| a == "search") else {
         return e;
     };
@@ -534,7 +545,7 @@ fn list_hint(e: clap::Error) -> clap::Error {
     {
         return e;
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = typed_args();
     let Some(at) = command_word(&args) else {
         return e;
     };
@@ -574,7 +585,7 @@ fn env_flags_out_of_usage(e: clap::Error) -> clap::Error {
     ) {
         return e;
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = typed_args();
     let typed = |flag: &str| {
         args.iter()
             .any(|a| a == flag || a.strip_prefix(flag).is_some_and(|v| v.starts_with('=')))

@@ -665,3 +665,27 @@ fn a_usage_line_leaves_out_what_the_environment_gives() {
         );
     }
 }
+
+/// An argument that is not UTF-8 is a usage error (2) saying so, not a
+/// panic (QA: `send r $'\xff'` panicked with a backtrace, exit 101).
+#[test]
+fn an_argument_that_is_not_utf8_is_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt as _;
+
+    let bad = std::ffi::OsStr::from_bytes(b"\xff abc");
+    for args in [
+        vec!["send".as_ref(), "r".as_ref(), bad],
+        vec!["search".as_ref(), bad],
+    ] {
+        let out = std::process::Command::new(BIN)
+            .args(&args)
+            .env("BOTFLEET_HOST", "http://127.0.0.1:9")
+            .env("BOTFLEET_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("error: invalid UTF-8"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
