@@ -27,9 +27,13 @@ impl LoadedFleet {
 
     /// Reads a fleet file, replaces what `overrides` gives, and validates it.
     pub fn from_path_with(path: &Path, overrides: &Overrides) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
+        let bytes = std::fs::read(path).map_err(|cause| ConfigError::Read {
             path: path.display().to_string(),
             cause,
+        })?;
+        let text = utf8_text(bytes).map_err(|detail| ConfigError::Parse {
+            path: path.display().to_string(),
+            detail,
         })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse_with(&text, &path.display().to_string(), Some(base), overrides)
@@ -656,7 +660,7 @@ impl LoadedFleet {
                 .map_err(|e| e.to_string());
         }
         let path = self.resolve(script);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let bytes = std::fs::read(&path).map_err(|e| {
             let full = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
             if script.is_relative() {
                 // a copied fleet file keeps its relative script paths
@@ -670,6 +674,7 @@ impl LoadedFleet {
                 format!("cannot read {}: {e}", full.display())
             }
         })?;
+        let text = utf8_text(bytes).map_err(|why| format!("{}: {why}", path.display()))?;
         Script::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
     }
 
@@ -796,4 +801,25 @@ fn without_userinfo(url: &str) -> String {
         Some(at) if at >= start => format!("{}***{}", &url[..start], &url[at..]),
         Some(_) | None => url.to_owned(),
     }
+}
+
+/// A TOML file's bytes as text, or where they stop being UTF-8 (QA: "stream
+/// did not contain valid UTF-8" said neither where nor what to do; an
+/// editor saving in Latin-1 or UTF-16 makes such a file).
+fn utf8_text(bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        let start = bytes[..at]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |p| p + 1);
+        // valid UTF-8 up to `at`: its characters are counted
+        let column = String::from_utf8_lossy(&bytes[start..at]).chars().count() + 1;
+        format!(
+            "the file is not UTF-8 text: the bytes at line {line}, column {column} are not \
+             UTF-8 (TOML is UTF-8); save the file as UTF-8"
+        )
+    })
 }

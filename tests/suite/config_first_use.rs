@@ -378,3 +378,38 @@ async fn a_rust_log_that_is_no_filter_is_said() {
         "{err}"
     );
 }
+
+/// A fleet file or script that is not UTF-8 (an editor saving Latin-1)
+/// names the line and column where it stops being so, and what to do
+/// (QA: "stream did not contain valid UTF-8", naming neither).
+#[tokio::test]
+async fn a_file_that_is_not_utf8_names_where() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("fleet.toml"),
+        b"[host]\ndata_dir = \"caf\xe9\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = botfleet(dir.path(), &["check-config", "--fleet", "fleet.toml"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "fleet.toml: the file is not UTF-8 text: the bytes at line 2, column 16 are not UTF-8"
+        ) && err.contains("save the file as UTF-8"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("fleet.toml"),
+        "[[users]]\nid = \"alice\"\ntoken = \"alice-secret-token\"\n\
+         [providers.s]\nkind = \"scripted\"\nscript = \"s.toml\"\n\
+         [[bots]]\nid = \"r\"\nname = \"R\"\nrole = \"r\"\nowner = \"alice\"\nprovider = \"s\"\ntools = [\"SendMessage\"]\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("s.toml"), b"# \xff\n").unwrap();
+    let (code, _, err) = botfleet(dir.path(), &["check-config", "--fleet", "fleet.toml"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("s.toml: the file is not UTF-8 text: the bytes at line 1, column 3"),
+        "{err}"
+    );
+}
