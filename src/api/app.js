@@ -130,7 +130,7 @@ function logout(message, { keepPlace = false, unsent = false, refused = false } 
   botsStale = false;
   approvalsSoon.cancel();
   clearDrafts();
-  Object.assign(store, { me: null, bots: [], botsLoaded: false, subagentsLeftOut: 0, allSubagents: false, rooms: [], roomsLoaded: false, pending: 0 });
+  Object.assign(store, { me: null, bots: [], botsLoaded: false, botsError: "", subagentsLeftOut: 0, allSubagents: false, rooms: [], roomsLoaded: false, pending: 0 });
   if (!keepPlace) history.replaceState(null, "", location.pathname);
   showLogin(lost ? `${message} ${lost}` : message);
 }
@@ -312,6 +312,19 @@ function botsView(id, seq, part) {
 }
 
 function paintBotList(list, current) {
+  // a first load that failed says why, and is tried again on a click or
+  // when the host sends a change
+  if (!store.botsLoaded && store.botsError) {
+    return list.replaceChildren(
+      h(
+        "li",
+        { class: "list-empty", role: "alert" },
+        h("span", { class: "error-text" }, `Your bots could not be loaded: ${store.botsError}`),
+        " ",
+        h("button", { type: "button", class: "button small", onclick: () => loadBots() }, "Try again"),
+      ),
+    );
+  }
   if (!store.botsLoaded) return list.replaceChildren(h("li", { class: "list-empty" }, "Loading…"));
   if (!store.bots.length) return list.replaceChildren(h("li", { class: "list-empty" }, "You have no bots yet. Bots are defined in fleet.toml ([[bots]] with owner = your user id)."));
   list.replaceChildren(

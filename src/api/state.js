@@ -12,6 +12,9 @@ export const store = {
   me: null,
   bots: [],
   botsLoaded: false,
+  // why the first load of the bots failed ("" once loaded): the list
+  // says so, with a way to try again, rather than "Loading…" for good
+  botsError: "",
   // finished subagents the list leaves out (`subagents_left_out`), and
   // whether the person asked for them all (`?subagents=all`)
   subagentsLeftOut: 0,
@@ -48,11 +51,18 @@ export function loadBots() {
       store.bots = data.bots || [];
       store.subagentsLeftOut = data.subagents_left_out || 0;
       store.botsLoaded = true;
+      store.botsError = "";
       if (store.bots.length) store.me = store.bots[0].owner;
       for (const fn of botWatchers) fn();
     })
     .catch((e) => {
-      if (e.code !== "signed_out") toast(e.message, { error: true });
+      if (e.code === "signed_out") return;
+      // never loaded: the list shows why (QA: it said "Loading…" for
+      // good after a refused first load, the toast gone)
+      if (!store.botsLoaded) {
+        store.botsError = e.message;
+        for (const fn of botWatchers) fn();
+      } else toast(e.message, { error: true });
     })
     .finally(() => {
       botsLoading = null;

@@ -1,7 +1,8 @@
 //! The web page in a real browser: what it says about where things stand.
 //! A bot paused by its daily budget reads paused, not working; a link
 //! into a long transcript loads a page around its entry and pages from
-//! there; logging out right after activity sends nothing without a token.
+//! there; logging out right after activity sends nothing without a token;
+//! a bot list whose first load was refused says why and loads on a click.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
 //! installed ([`ui_page::start`]).
@@ -248,5 +249,62 @@ async fn logging_out_right_after_activity_sends_nothing_without_a_token() {
         )
         .await;
     assert_eq!(after, json!({"tokenless": [], "errors": []}));
+    ui_page::finish(browser, host).await;
+}
+
+/// The bot list's first load refused (the host answered 429, as it does
+/// to an address locked out for guessing tokens, or to a request it could
+/// not serve): the list says why and offers to try again, and a click
+/// loads it (QA: it read "Loading…" for good, the error only a toast).
+#[tokio::test]
+async fn a_bot_list_whose_first_load_failed_says_why_and_loads_on_a_click() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    browser.sign_in(&host.url, TOKEN).await;
+    browser.find(".list a[href='#/bots/r']").await;
+    // from the next load of the page on, its reads of the bot list are
+    // refused until the test lets them through; the change stream and the
+    // rest go through
+    browser
+        .before_page_scripts(
+            "const real = window.fetch;
+             window.refuseBots = true;
+             window.fetch = (url, opts) => {
+               const path = new URL(String(url), location.href).pathname;
+               if (path === '/v1/bots' && window.refuseBots) {
+                 return Promise.resolve(new Response(JSON.stringify({error: {
+                   code: 'rate_limited', message: 'too many requests from your address; try again in 60 s'}}),
+                   {status: 429, headers: {'content-type': 'application/json', 'retry-after': '60'}}));
+               }
+               return real(url, opts);
+             };",
+        )
+        .await;
+    // (a new document: `go` to the address it shows would only move to
+    // its fragment)
+    browser
+        .js(
+            "setTimeout(() => location.reload(), 0); return true;",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_text(
+            ".list [role=alert]",
+            "Your bots could not be loaded: too many requests from your address; try again in 60 s",
+        )
+        .await;
+    browser
+        .wait_text(".list [role=alert] button", "Try again")
+        .await;
+    assert_eq!(browser.count(".list a").await, 0);
+    browser
+        .js("window.refuseBots = false; return true;", json!([]))
+        .await;
+    browser.click(".list [role=alert] button").await;
+    browser.find(".list a[href='#/bots/r']").await;
+    assert_eq!(browser.count(".list [role=alert]").await, 0);
+    ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }

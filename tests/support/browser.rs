@@ -168,6 +168,22 @@ impl Browser {
         eprintln!("the page's requests answer {ms} ms late (BOTFLEET_BROWSER_LATENCY_MS)");
     }
 
+    /// Runs `script` in every page this tab loads from now on, before the
+    /// page's own scripts (DevTools' `Page.addScriptToEvaluateOnNewDocument`):
+    /// a `fetch` replaced there answers the page's first requests too.
+    pub async fn before_page_scripts(&self, script: &str) {
+        self.cmd(
+            Method::POST,
+            "/goog/cdp/execute",
+            Some(json!({
+                "cmd": "Page.addScriptToEvaluateOnNewDocument",
+                "params": {"source": script},
+            })),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("Page.addScriptToEvaluateOnNewDocument: {e}"));
+    }
+
     async fn cmd(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, Value> {
         let url = format!("{}/session/{}{path}", self.base, self.session);
         let mut req = self.http.request(method, url);
