@@ -350,7 +350,7 @@ pub fn parse() -> Cli {
     use clap::CommandFactory as _;
     use clap::FromArgMatches as _;
     let matches = Cli::command().try_get_matches().unwrap_or_else(|e| {
-        env_flags_out_of_usage(long_value_cut(list_hint(exclusion_hint(e)))).exit()
+        env_flags_out_of_usage(long_value_cut(list_hint(members_hint(exclusion_hint(e))))).exit()
     });
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let typed = |id| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
@@ -614,8 +614,52 @@ fn env_flags_out_of_usage(e: clap::Error) -> clap::Error {
     clap::Error::raw(e.kind(), message)
 }
 
-/// A usage error of subcommand `name`, shown with its usage line (the
-/// top level's when there is no such subcommand).
+/// clap's error for `botfleet group create NAME --members a1 a2`: the
+/// members are one comma-separated word there (`group members ROOM a1
+/// a2` takes either), and clap said "unexpected argument 'a2' found"
+/// (QA). Said as the form to use. Other errors are clap's own.
+fn members_hint(e: clap::Error) -> clap::Error {
+    use clap::error::ContextKind;
+    use clap::error::ContextValue;
+    use clap::error::ErrorKind;
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let Some(ContextValue::String(extra)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let args = typed_args();
+    let Some(at) = command_word(&args) else {
+        return e;
+    };
+    if args[at] != "group" || args.get(at + 1).map(String::as_str) != Some("create") {
+        return e;
+    }
+    let Some(flag) = args.iter().position(|a| a == "--members") else {
+        return e;
+    };
+    // the words after --members, up to the next option
+    let members: Vec<&str> = args[flag + 1..]
+        .iter()
+        .take_while(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect();
+    if !members.contains(&extra.as_str()) {
+        return e;
+    }
+    subcommand_error(
+        "group create",
+        ErrorKind::UnknownArgument,
+        format!(
+            "--members takes the member bots as one comma-separated word: --members {}",
+            shell_quote(&members.join(","))
+        ),
+    )
+}
+
+/// A usage error of subcommand `name` (or a path of them: `group
+/// create`), shown with its usage line (the nearest found's, the top
+/// level's when there is no such subcommand).
 fn subcommand_error(
     name: &str,
     kind: clap::error::ErrorKind,
@@ -624,8 +668,15 @@ fn subcommand_error(
     use clap::CommandFactory as _;
     let mut cli = Cli::command();
     cli.build();
-    let sub = cli.find_subcommand_mut(name).map(std::mem::take);
-    sub.unwrap_or(cli).error(kind, message)
+    // `name` may be a path of subcommands (`group create`)
+    let mut found = cli;
+    for word in name.split_whitespace() {
+        match found.find_subcommand_mut(word).map(std::mem::take) {
+            Some(sub) => found = sub,
+            None => break,
+        }
+    }
+    found.error(kind, message)
 }
 
 /// `s` as one word for a POSIX shell: in single quotes, each `'` in it

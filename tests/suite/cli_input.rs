@@ -689,3 +689,24 @@ fn an_argument_that_is_not_utf8_is_a_usage_error() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// `group create NAME --members a1 a2` (the members as separate words,
+/// which `group members` takes) says to give them comma-separated, with
+/// `group create`'s usage (QA: "unexpected argument 'a2' found").
+#[test]
+fn group_create_members_as_separate_words_say_the_form_to_use() {
+    let out = std::process::Command::new(BIN)
+        .args(["group", "create", "r9", "--members", "a1", "a2", "a3"])
+        .env("BOTFLEET_HOST", "http://127.0.0.1:9")
+        .env("BOTFLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(
+            "error: --members takes the member bots as one comma-separated word: --members a1,a2,a3"
+        ) && err.contains("Usage: botfleet group create "),
+        "{err}"
+    );
+}
