@@ -59,7 +59,13 @@ export function noticeItem(e, retried, register = () => {}) {
   const { text, command } = forPeople(str(e.text), e.retry_turn ? str(e.retry_turn) : null);
   // a notice may quote an upstream error: a bidi override in it is shown
   // escaped (as approval cards show one), never reversing the host's words
-  const line = h("div", { class: `line${quiet ? " quiet" : ""}` }, h("span", null, escapeHidden(text)));
+  const words = h("span", null, escapeHidden(text));
+  const line = h("div", { class: `line${quiet ? " quiet" : ""}` }, words);
+  // the button no longer retries: the notice no longer says to use it
+  // (QA: "use the Retry button" beside "Answered by a later turn")
+  const settled = (what) => {
+    words.textContent = words.textContent.replace(/use the Retry button[^.]*\./, `${what}.`);
+  };
   if (e.retry_turn) {
     const retry = h("button", { type: "button", class: "small" }, "Retry");
     // marked, not disabled, while asked and once done: a disabled button
@@ -70,7 +76,10 @@ export function noticeItem(e, retried, register = () => {}) {
       off(true);
       try {
         const { data } = await call("retryTurn", { turn: e.retry_turn });
-        retry.textContent = data.requeued ? `Queued again (${data.requeued})` : "Nothing left to retry";
+        // the count is of the messages queued again, said so (QA: "Queued
+        // again (2)" read as a place in a queue)
+        const n = data.requeued;
+        retry.textContent = n > 1 ? `Queued again (${n} messages)` : n ? "Queued again" : "Nothing left to retry";
         if (data.requeued) retried(e.retry_turn);
       } catch (err) {
         // a shared room shows other people's bots' failures too: their
@@ -82,6 +91,7 @@ export function noticeItem(e, retried, register = () => {}) {
           // already, …): the button said Retry on, and every click failed
           // (QA); it says so, and why, under the notice
           retry.textContent = "Not retried";
+          settled("it was not retried (why is below)");
           line.after(h("p", { class: "hint why-not" }, err.message));
           // nor would the terminal's command be
           if (cli) cli.remove();
@@ -94,11 +104,12 @@ export function noticeItem(e, retried, register = () => {}) {
     line.append(retry);
     register(str(e.retry_turn), (label) => {
       // a button this page clicked keeps what its answer said ("Not
-      // retried"), except that "Queued again (1)" turns "Retried" as the
+      // retried"), except that "Queued again" turns "Retried" as the
       // retried turn ends, as a reload shows it (QA: it stayed "Queued
       // again" for as long as the page was open)
       if (retry.textContent !== "Retry" && !retry.textContent.startsWith("Queued again")) return;
       retry.textContent = label;
+      settled(label === "Retried" ? "it was retried" : label === "Answered by a later turn" ? "a later turn answered it" : label.toLowerCase());
       off(true);
       if (cli) cli.remove();
     });

@@ -331,7 +331,9 @@ async fn a_subagent_task_stopped_on_the_page_is_retried_there() {
         .wait_text(".entry.notice", "The task was stopped before it finished")
         .await;
     browser.click(".entry.notice button").await;
-    browser.wait_text(".entry.notice", "Queued again (1)").await;
+    browser
+        .wait_text(".entry.notice button", "Queued again")
+        .await;
     // its task runs again, where it was stopped
     browser.wait_text(".conv-title .state", "working").await;
     let status = host

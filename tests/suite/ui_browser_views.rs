@@ -182,12 +182,9 @@ async fn a_retried_turn_shows_the_bot_working() {
     assert!(at.as_str().unwrap().starts_with("h1. r-name"), "{at}");
     browser.click(".log .notice button").await;
     browser
-        .wait_text(".log .notice button", "Queued again (1)")
+        .wait_text(".log .notice button", "Queued again")
         .await;
-    assert_eq!(
-        focused(&browser).await,
-        json!("button.small Queued again (1)")
-    );
+    assert_eq!(focused(&browser).await, json!("button.small Queued again"));
     // the retried turn runs: the page says so
     browser
         .wait_js(
@@ -205,6 +202,19 @@ async fn a_retried_turn_shows_the_bot_working() {
     // the retried turn took the messages: the button says so, as after a
     // reload (QA: it read "Queued again (1)" until the page was reloaded)
     browser.wait_text(".log .notice button", "Retried").await;
+    // and the notice no longer says to use it (QA: "use the Retry button"
+    // stayed beside "Answered by a later turn")
+    let line = browser
+        .js(
+            "return document.querySelector('.log .notice .line span').textContent",
+            json!([]),
+        )
+        .await;
+    let line = line.as_str().unwrap();
+    assert!(
+        line.ends_with("Your message is saved; it was retried.") && !line.contains("Retry button"),
+        "{line}"
+    );
     ui_page::finish(browser, host).await;
     server.shutdown().await;
 }
