@@ -37,7 +37,8 @@ Exit status:
   3    no member answered: every member that took a turn in the discussion failed (a model
        endpoint down, a spent budget), so it ended with no public reply; the notices on stderr
        say whose and why. A member that took its turn and chose to say nothing answered: 0,
-       as did one whose messages auto-review refused (outcome `held`; the end notice says so)
+       as did one whose messages auto-review refused (outcome `held`) or that waits for its
+       owner to approve an action (outcome `awaiting_approval`); the end notice says so
   4    the message addressed nobody: its @names match no member that takes turns, so nobody
        answers; stderr says so and names the room's members (the message is saved)
   5    the discussion did not end within --timeout; the message is saved
@@ -598,10 +599,11 @@ fn every_turn_failed(end: &Value) -> bool {
         .flatten()
         .filter_map(|m| m["outcome"].as_str())
         .collect();
-    // a member whose messages review refused took its turn, and did not fail
+    // a member whose messages review refused took its turn, and did not
+    // fail; nor did one waiting for its owner's approval
     let answered = outcomes
         .iter()
-        .any(|o| matches!(*o, "spoke" | "passed" | "held"));
+        .any(|o| matches!(*o, "spoke" | "passed" | "held" | "awaiting_approval"));
     outcomes.contains(&"failed") && !answered
 }
 

@@ -354,6 +354,9 @@ prompts! {
     group_refused_round => "group_refused_round.md",
     /// Whose replies auto-review refused, at a discussion's end.
     group_review_refused => "group_review_refused.md",
+    /// Who published nothing and waits for its owner's approval of an
+    /// action, at a discussion's end.
+    group_awaiting_approval => "group_awaiting_approval.md",
     /// A routine's run: its prompt, name, slot and reporting rule.
     routine_run => "routine_run.md",
     /// Added to a routine's run that fires late (missed while down).

@@ -176,6 +176,7 @@ mod review_scrub;
 mod review_secret_names;
 mod review_ttl;
 mod review_untrusted;
+mod room_awaiting_approval;
 mod room_backlog;
 mod room_becomes_shared;
 mod room_cap;

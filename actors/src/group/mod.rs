@@ -43,6 +43,7 @@
 mod absent;
 mod actor;
 mod admin;
+mod asked;
 mod audience;
 mod era;
 mod error;

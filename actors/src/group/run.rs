@@ -121,6 +121,11 @@ pub enum Turn {
     /// machine moves on as for [`Turn::Skipped`], but the member did not
     /// pass, and a round with nothing else said is not a silence.
     Held,
+    /// It published nothing and asked its owner to approve an action (a
+    /// side effect review would have a person decide): it did not pass,
+    /// and a round with nothing else said is not a silence. What it says
+    /// once the action runs is held for its next turn (`super::held`).
+    Asked,
 }
 
 /// How a member's part in a run went, as clients read it (the room's
@@ -142,6 +147,9 @@ pub enum MemberOutcome {
     /// It tried to speak and published nothing: auto-review refused its
     /// messages ([`Turn::Held`]).
     Held,
+    /// It published nothing and waits for its owner to approve an action
+    /// ([`Turn::Asked`]).
+    AwaitingApproval,
 }
 
 /// What happened to a member's messages.
@@ -182,6 +190,10 @@ struct Slot {
     /// ([`Turn::Held`]; 0 in checkpoints written before).
     #[serde(default)]
     held: u32,
+    /// Its turns that published nothing and asked for an approval
+    /// ([`Turn::Asked`]; 0 in checkpoints written before).
+    #[serde(default)]
+    asked: u32,
 }
 
 /// One run's state. See the module docs for the rules.
@@ -213,6 +225,10 @@ pub struct Run {
     /// refused ([`Turn::Held`]).
     #[serde(default)]
     round_held: u32,
+    /// Member turns of the current round that asked for an approval and
+    /// published nothing ([`Turn::Asked`]).
+    #[serde(default)]
+    round_asked: u32,
 }
 
 impl Run {
@@ -239,6 +255,7 @@ impl Run {
                     passed: 0,
                     absent: false,
                     held: 0,
+                    asked: 0,
                 })
                 .collect(),
             round: 0,
@@ -250,6 +267,7 @@ impl Run {
             round_failed: 0,
             failed: 0,
             round_held: 0,
+            round_asked: 0,
         }
     }
 
@@ -284,11 +302,12 @@ impl Run {
         }
         let (delivered, failed, ran) = match turn {
             Turn::Spoke(n) => (n, false, true),
-            Turn::Skipped | Turn::Held => (0, false, true),
+            Turn::Skipped | Turn::Held | Turn::Asked => (0, false, true),
             Turn::Failed(n) => (n, true, true),
             Turn::Absent => (0, false, false),
         };
         let held = turn == Turn::Held;
+        let asked = turn == Turn::Asked;
         // a member that could not take its turn ran none: a round of only
         // such members is not one that "passed in silence"
         if ran {
@@ -301,6 +320,9 @@ impl Run {
         if held {
             self.round_held += 1;
         }
+        if asked {
+            self.round_asked += 1;
+        }
         let published = self.publishable(delivered);
         let Some(slot) = self.slots.get_mut(self.position) else {
             return Recorded::default();
@@ -311,6 +333,8 @@ impl Run {
         slot.absent |= !ran;
         if held {
             slot.held += 1;
+        } else if asked {
+            slot.asked += 1;
         } else if ran && !failed && published == 0 {
             slot.passed += 1;
         }
@@ -380,6 +404,7 @@ impl Run {
         self.round_turns = 0;
         self.round_failed = 0;
         self.round_held = 0;
+        self.round_asked = 0;
         if self.round >= self.limits.max_rounds {
             self.end = Some(End::RoundLimit);
         }
@@ -427,6 +452,8 @@ impl Run {
                     MemberOutcome::Failed
                 } else if s.held > 0 {
                     MemberOutcome::Held
+                } else if s.asked > 0 {
+                    MemberOutcome::AwaitingApproval
                 } else if s.passed > 0 {
                     MemberOutcome::Passed
                 } else {
@@ -457,6 +484,17 @@ impl Run {
             .collect()
     }
 
+    /// Selected members that published nothing and wait for their owner
+    /// to approve an action ([`MemberOutcome::AwaitingApproval`]), in
+    /// speaking order.
+    pub fn awaiting_approval(&self) -> Vec<usize> {
+        self.outcomes()
+            .into_iter()
+            .filter(|(_, o)| *o == MemberOutcome::AwaitingApproval)
+            .map(|(m, _)| m)
+            .collect()
+    }
+
     /// Authors of the public messages: `None` is the user's message.
     pub fn log(&self) -> &[Option<usize>] {
         &self.log
@@ -475,9 +513,10 @@ impl Run {
     /// "passed in silence" would suggest members chose to stay quiet.
     pub fn describe_end(&self, end: End) -> String {
         if let End::SilentRound { round } = end
-            && self.round_held > 0
+            && (self.round_held > 0 || self.round_asked > 0)
         {
-            // members tried to speak: not a silence
+            // members tried to speak, or wait for an approval: not a
+            // silence (the caller names them)
             return prompts()
                 .group_refused_round
                 .render(&[

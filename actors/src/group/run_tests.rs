@@ -123,6 +123,51 @@ fn a_member_review_refused_is_held_not_silent() {
     assert_eq!(run.advance(), Next::Done(End::SilentRound { round: 1 }));
 }
 
+/// A member that published nothing and asked for an approval did not
+/// pass: its outcome is `awaiting_approval`, the round is not a silence,
+/// and the run names it (QA, 2026-12-06: "round 1 passed in silence",
+/// the member `passed`). A checkpoint written before reads as before.
+#[test]
+fn a_member_awaiting_approval_is_not_silent() {
+    let mut run = Run::new(vec![0, 1], Limits::default());
+    for (member, turn) in [(0, Turn::Asked), (1, Turn::Skipped)] {
+        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == member));
+        run.record(turn);
+    }
+    let Next::Done(end) = run.advance() else {
+        panic!("{run:?}");
+    };
+    assert_eq!(end, End::SilentRound { round: 1 });
+    assert_eq!(run.describe_end(end), "nobody published in round 1");
+    assert_eq!(
+        run.outcomes(),
+        vec![
+            (0, MemberOutcome::AwaitingApproval),
+            (1, MemberOutcome::Passed)
+        ]
+    );
+    assert_eq!(run.awaiting_approval(), vec![0]);
+    assert!(run.held().is_empty());
+    assert_eq!(
+        serde_json::to_value(MemberOutcome::AwaitingApproval).unwrap(),
+        serde_json::json!("awaiting_approval")
+    );
+
+    let mut old = serde_json::to_value(Run::new(vec![0], Limits::default())).unwrap();
+    old.as_object_mut().unwrap().remove("round_asked");
+    for slot in old["slots"].as_array_mut().unwrap() {
+        slot.as_object_mut().unwrap().remove("asked");
+    }
+    let mut run: Run = serde_json::from_value(old).unwrap();
+    assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
+    run.record(Turn::Skipped);
+    assert_eq!(run.advance(), Next::Done(End::SilentRound { round: 1 }));
+    assert_eq!(
+        run.describe_end(End::SilentRound { round: 1 }),
+        "nobody had more to say (round 1 passed in silence)"
+    );
+}
+
 /// A member that could take no turn (removed from the config) ran none:
 /// it is not offered another round, the end is not called a silence,
 /// and the run names it. (Its absence counted as a turn: "round 2 passed

@@ -146,6 +146,14 @@ impl GroupState {
             }
             _ => false,
         };
+        // nor that: did it ask its owner to approve an action?
+        let asked = match self.current.as_ref().and_then(|c| c.wait.as_ref()) {
+            Some(wait) if failure.is_none() && done.deliveries.is_empty() && !refused => {
+                self.asked_approval(&wait.bot, wait.session, done.turn)
+                    .await?
+            }
+            _ => false,
+        };
         let Some(cur) = self.current.as_mut() else {
             return Ok(());
         };
@@ -174,6 +182,7 @@ impl GroupState {
         let recorded = progress.run.record(match (&failure, delivered) {
             (Some(_), n) => Turn::Failed(n),
             (None, 0) if refused => Turn::Held,
+            (None, 0) if asked => Turn::Asked,
             (None, 0) => Turn::Skipped,
             (None, n) => Turn::Spoke(n),
         });
@@ -547,6 +556,12 @@ impl GroupState {
             .into_iter()
             .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
             .collect();
+        let asked: Vec<String> = progress
+            .run
+            .awaiting_approval()
+            .into_iter()
+            .filter_map(|m| self.room.members.get(m).map(|b| format!("@{b}")))
+            .collect();
         let mut gone = Vec::with_capacity(absent_ids.len() + left.len());
         for bot in &absent_ids {
             let record = self.rt.store.get_bot(bot).await?;
@@ -596,6 +611,13 @@ impl GroupState {
             why.push_str(
                 &p.group_review_refused
                     .render(&[("members", &held.join(", "))])
+                    .unwrap_or_default(),
+            );
+        }
+        if !asked.is_empty() {
+            why.push_str(
+                &p.group_awaiting_approval
+                    .render(&[("members", &asked.join(", "))])
                     .unwrap_or_default(),
             );
         }
