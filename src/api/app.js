@@ -4,7 +4,7 @@
 // from the change signals. No framework and no build step.
 
 import { Signals, auth, call } from "./api.js";
-import { clearDrafts, composer, outboxView, unsentDrafts } from "./compose.js";
+import { clearDrafts, composer, draftsTyped, outboxView, unsentDrafts } from "./compose.js";
 import { avatar, backLink, clock, count, errorBox, h, placeholder, toast } from "./dom.js";
 import { leftOutNote, originLabel, originOf, originWords, removable, removeButton } from "./origins.js";
 import { outbox } from "./outbox.js";
@@ -67,7 +67,7 @@ function boot() {
     history.replaceState(null, "", `${location.pathname}#/bots`);
     location.reload();
   };
-  document.getElementById("logout").addEventListener("click", () => logout());
+  document.getElementById("logout").addEventListener("click", askLogout);
   document.querySelector(".skip").addEventListener("click", (ev) => {
     ev.preventDefault();
     main.focus();
@@ -121,6 +121,8 @@ function start() {
  * `refused`: the refusal came to this tab (the other tabs say so). */
 function logout(message, { keepPlace = false, unsent = false, refused = false } = {}) {
   const lost = unsent ? [outbox.unsent(), unsentDrafts()].filter(Boolean).join(" ") : "";
+  // (a question Log out asked is moot)
+  document.querySelector(".logout-confirm")?.remove();
   auth.clear(refused);
   signals.stop();
   // nothing more is sent for this account, nor kept in this browser
@@ -133,6 +135,55 @@ function logout(message, { keepPlace = false, unsent = false, refused = false } 
   Object.assign(store, { me: null, bots: [], botsLoaded: false, botsError: "", subagentsLeftOut: 0, allSubagents: false, rooms: [], roomsLoaded: false, pending: 0 });
   if (!keepPlace) history.replaceState(null, "", location.pathname);
   showLogin(lost ? `${message} ${lost}` : message);
+}
+
+/**
+ * Log out, asking first when it would drop what the person wrote: messages
+ * the host has not confirmed (or that were not sent) and text typed and not
+ * sent, which this browser forgets at sign-out (QA: they went without a
+ * word). Nothing to drop: at once.
+ */
+function askLogout() {
+  const waiting = outbox.count();
+  const typed = draftsTyped();
+  if (!waiting && !typed) return logout();
+  const header = document.getElementById("logout").parentElement;
+  let asking = header.querySelector(".logout-confirm");
+  if (asking) {
+    asking.querySelector("button.danger").focus();
+    return;
+  }
+  const what = [
+    waiting ? `${waiting} ${waiting === 1 ? "message the host has not confirmed" : "messages the host has not confirmed"}` : "",
+    typed ? `text you typed and did not send in ${typed} ${typed === 1 ? "conversation" : "conversations"}` : "",
+  ]
+    .filter(Boolean)
+    .join(" and ");
+  const go = h("button", { type: "button", class: "small danger" }, "Log out anyway");
+  const stay = h("button", { type: "button", class: "small" }, "Stay");
+  asking = h(
+    "div",
+    { class: "logout-confirm", role: "group", "aria-label": "Log out?" },
+    h("span", null, `Log out? This browser forgets ${what}.`),
+    go,
+    stay,
+  );
+  const close = () => {
+    asking.remove();
+    document.getElementById("logout").focus();
+  };
+  go.addEventListener("click", () => {
+    asking.remove();
+    logout();
+  });
+  stay.addEventListener("click", close);
+  asking.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape") return;
+    ev.preventDefault();
+    close();
+  });
+  header.append(asking);
+  go.focus();
 }
 
 function showLogin(message = "") {

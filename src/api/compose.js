@@ -52,6 +52,11 @@ export function unsentDrafts() {
   return `${what} (copy ${held.length === 1 ? "it" : "them"} before you sign in): ${held.map(quoted).join(" ")}`;
 }
 
+/** How many message boxes hold text typed and not sent. */
+export function draftsTyped() {
+  return [...drafts.values()].filter((t) => t.trim()).length;
+}
+
 /** Forgets every unsent text (at sign-out: the next user sees none). */
 export function clearDrafts() {
   drafts.clear();

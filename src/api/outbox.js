@@ -319,6 +319,11 @@ class Outbox {
    * it holds none): signing out clears them, and they went without a
    * word when the stream or a list was refused before their own retry
    * was (QA, 2026-12-04). */
+  /** How many messages wait for the host's answer or were not sent. */
+  count() {
+    return this.items.size;
+  }
+
   unsent() {
     const held = [...this.items.values()];
     this.told = new Set(held.map((p) => p.key));

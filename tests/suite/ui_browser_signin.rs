@@ -238,3 +238,45 @@ async fn a_refusal_in_another_tab_names_this_tabs_unsent_text() {
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
+
+/// Log out with a message the host has not confirmed, or text typed and
+/// not sent, asks first, saying what this browser forgets; Stay keeps
+/// all of it, Log out anyway signs out (QA: they were dropped without a
+/// word).
+#[tokio::test]
+async fn log_out_asks_first_when_it_would_drop_what_was_written() {
+    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.find("#conn.live").await;
+    sends_get_no_answer(&browser).await;
+    browser
+        .type_in(
+            ".detail .composer textarea",
+            &format!("not confirmed yet{ENTER}"),
+        )
+        .await;
+    browser.wait_text(".outbox", "not confirmed yet").await;
+    browser
+        .type_in(".detail .composer textarea", "half a thought")
+        .await;
+    browser.click("#logout").await;
+    browser
+        .wait_text(
+            ".logout-confirm",
+            "Log out? This browser forgets 1 message the host has not confirmed and text you \
+             typed and did not send in 1 conversation.",
+        )
+        .await;
+    browser.click(".logout-confirm button:not(.danger)").await;
+    assert_eq!(browser.count(".logout-confirm").await, 0);
+    assert_eq!(browser.count("#token").await, 0);
+    browser.wait_text(".outbox", "not confirmed yet").await;
+    browser.click("#logout").await;
+    browser.click(".logout-confirm button.danger").await;
+    browser.find("#token").await;
+    assert_eq!(browser.count(".logout-confirm").await, 0);
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
