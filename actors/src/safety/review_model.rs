@@ -159,9 +159,12 @@ pub async fn review_with_model(
             };
         }
     };
-    // scrubbed whole before its reason is cut: a secret the cut went
-    // through would show its start (QA)
-    parse_verdict(&scrub(&text))
+    // parsed as the model wrote it, and its words scrubbed whole before
+    // the reason is cut: a secret the cut went through would show its
+    // start (QA); scrubbed before parsing, a secret that is a word of the
+    // verdict's JSON (`decision`, `allow`) broke every verdict into "not
+    // a valid verdict" (QA, 2026-12-06)
+    parse_verdict_scrubbed(&text, &scrub)
 }
 
 /// Most characters of the reviewer model's reason kept.
@@ -171,7 +174,14 @@ const MAX_REASON_CHARS: usize = 500;
 /// block, which a thinking model served without a reasoning parser writes
 /// into its answer, is skipped; a fenced block is tolerated); anything
 /// else is `Ask`.
+#[cfg(test)]
 pub(crate) fn parse_verdict(text: &str) -> ReviewDecision {
+    parse_verdict_scrubbed(text, &|t: &str| t.to_owned())
+}
+
+/// [`parse_verdict`], the model's words it quotes (its reason, an
+/// unknown decision) passed through `scrub`.
+pub(crate) fn parse_verdict_scrubbed(text: &str, scrub: &dyn Fn(&str) -> String) -> ReviewDecision {
     let trimmed = match reasoning_text::after_reasoning(text) {
         Ok(answer) => answer,
         Err(unclosed) => {
@@ -200,7 +210,8 @@ pub(crate) fn parse_verdict(text: &str) -> ReviewDecision {
             };
         }
     };
-    let said = verdict.reason.trim();
+    let said = scrub(verdict.reason.trim());
+    let said = said.as_str();
     let reason = if said.is_empty() {
         "the reviewer model gave no reason".to_owned()
     } else {
@@ -222,7 +233,8 @@ pub(crate) fn parse_verdict(text: &str) -> ReviewDecision {
         "ask" => ReviewDecision::Ask { reason },
         other => ReviewDecision::Ask {
             reason: format!(
-                "the reviewer model answered {other:?}, which is not allow/ask/deny, so a person must decide"
+                "the reviewer model answered {:?}, which is not allow/ask/deny, so a person must decide",
+                scrub(other)
             ),
         },
     }

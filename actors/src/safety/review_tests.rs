@@ -847,6 +847,44 @@ steps = [ { text = '{"decision": "allow", "reason": "fine"}' } ]
     assert_eq!(d, ReviewDecision::Allow);
 }
 
+/// A secret whose value is a word of the verdict's JSON (`decision`,
+/// `allow`) leaves the verdict as the model wrote it: it is parsed before
+/// its words are scrubbed, and its reason is scrubbed. (Scrubbed first,
+/// every verdict read "not a valid verdict, so a person must decide": one
+/// user's secret `decision` sent every action of the host to approval;
+/// QA, 2026-12-06.)
+#[tokio::test]
+async fn a_secret_that_is_a_word_of_the_verdict_does_not_break_it() {
+    let allows = r#"
+[[rule]]
+purpose = "review"
+steps = [ { text = '{"decision": "allow", "reason": "fine"}' } ]
+"#;
+    let action = shell("ls", Vec::new());
+    let none = Redactor::default();
+    let d = reviewed_by(allows, &action, &none, &Redactor::new(["decision"])).await;
+    assert_eq!(d, ReviewDecision::Allow);
+    let asks = r#"
+[[rule]]
+purpose = "review"
+steps = [ { text = '{"decision": "ask", "reason": "it prints hunter2-long-secret"}' } ]
+"#;
+    let d = reviewed_by(
+        asks,
+        &action,
+        &Redactor::new(["hunter2-long-secret"]),
+        &none,
+    )
+    .await;
+    let ReviewDecision::Ask { reason } = d else {
+        panic!("{d:?}");
+    };
+    assert!(
+        reason.starts_with("reviewer model: it prints [redacted]") && !reason.contains("hunter2"),
+        "{reason}"
+    );
+}
+
 /// A reviewer's reason is kept to 500 characters, saying how many more it
 /// had. (200,000 went whole into the approval, the review log and the
 /// bot's context: QA, 2026-12-05.)
