@@ -349,6 +349,16 @@ impl Redactor {
                 from = start + step;
             }
         }
+        // a marker an earlier scrub wrote stays whole: a value found only
+        // inside one (`e` of `[redacted]`) turned a second scrub's output
+        // into `[r[redacted]dact[redacted]d]` (QA, 2026-12-06)
+        if text.contains(REDACTED) && !found.is_empty() {
+            let markers: Vec<Range<usize>> = text
+                .match_indices(REDACTED)
+                .map(|(at, m)| at..at + m.len())
+                .collect();
+            found.retain(|r| !markers.iter().any(|m| m.start <= r.start && r.end <= m.end));
+        }
         merged(found)
     }
 }

@@ -364,3 +364,20 @@ proptest! {
         }
     }
 }
+
+/// A text scrubbed twice keeps the first scrub's markers whole: a value
+/// found only inside one (`e`, `d` of `[redacted]`) is not replaced
+/// there (QA, 2026-12-06: `th[r[redacted]dact[redacted]d]`). One that
+/// overlaps a marker's edge is still replaced.
+#[test]
+fn a_second_scrub_leaves_the_first_ones_markers_whole() {
+    let first = Redactor::new(["hunter2-password"]);
+    let once = first.scrub("the hunter2-password here");
+    assert_eq!(once, "the [redacted] here");
+    let short = Redactor::new(["e", "d]x"]);
+    assert_eq!(
+        short.scrub(&once),
+        "th[redacted] [redacted] h[redacted]r[redacted]"
+    );
+    assert_eq!(short.scrub("[redacted]x"), "[redacte[redacted]");
+}
