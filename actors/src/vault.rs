@@ -70,6 +70,14 @@ pub use names::valid_secret_name;
 /// redact innocent text everywhere, and is no secret anyway).
 const HOST_SECRET_MIN_CHARS: usize = 8;
 
+/// A bot's own secrets shorter than this are not scrubbed from its
+/// results either: a value of one to three characters (`e`) is in every
+/// text, and scrubbed it blanked the host's own words in them, approval
+/// ids and refusals included (QA, 2026-12-06: "not run: this action
+/// n[redacted]ds alic[redacted]'s approval"). No guess is needed to find
+/// such a value.
+const OWN_SECRET_MIN_CHARS: usize = 4;
+
 /// Secrets declared in the fleet file, and the host's credentials and
 /// people's secrets that every tool result is scrubbed of.
 pub struct Vault {
@@ -249,7 +257,10 @@ impl Vault {
                 values.push((name, v));
             }
         }
-        let given = values.iter().map(|(_, v)| v.expose());
+        let given = values
+            .iter()
+            .map(|(_, v)| v.expose())
+            .filter(|v| v.chars().count() >= OWN_SECRET_MIN_CHARS);
         let redactor = if self.isolated {
             // no command of this bot can read the others (module docs);
             // its owner's other bots' fleet-file secrets it can, where

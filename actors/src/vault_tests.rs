@@ -115,6 +115,37 @@ async fn every_persons_secrets_are_scrubbed_from_every_bots_output() {
     assert_eq!(alices.redactor.scrub(&text), text);
 }
 
+/// A bot's own secret of one to three characters is given to its
+/// commands but not scrubbed from its results: `e` is in every word, and
+/// the host's own text in them was blanked (QA, 2026-12-06: "not run:
+/// this action n[redacted]ds alic[redacted]'s approval"). Four or more
+/// (a PIN) still are.
+#[tokio::test]
+async fn a_bots_own_secret_of_a_few_characters_is_not_scrubbed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("db"))).unwrap();
+    let set = |name: &str, value: &str| Mutation::SetSecret {
+        owner: UserId::new("alice").unwrap(),
+        name: name.into(),
+        value: SecretValue::new(value),
+    };
+    store
+        .write(vec![set("API_SEC", "e"), set("PIN", "4711")])
+        .await
+        .unwrap();
+    let vault = Vault::default();
+    let hers = vault
+        .for_bot(&store, &bot(&["API_SEC", "PIN"]))
+        .await
+        .unwrap();
+    assert_eq!(hers.values.len(), 2);
+    assert_eq!(
+        hers.redactor
+            .scrub("this action needs alice's approval; pin 4711"),
+        "this action needs alice's approval; pin [redacted]"
+    );
+}
+
 fn named(id: &str, owner: &str, secrets: &[&str]) -> BotRecord {
     BotRecord {
         id: BotId::new(id).unwrap(),
