@@ -215,7 +215,7 @@ class Outgoing {
       case "unconfirmed":
         return this.unconfirmed(p.message);
       case "failed":
-        return this.failed(p.message, !p.reached);
+        return this.failed(p.message, !p.reached, p.refusal);
     }
   }
 
@@ -253,15 +253,19 @@ class Outgoing {
     );
   }
 
-  failed(message, discard) {
+  failed(message, discard, refusal = 0) {
     this.timeline.unconfirmed.delete(this);
     this.show();
+    // refused for what it is (400: too long, nothing in it): sent again as
+    // it is, it is refused again; Edit and Discard are what help (QA:
+    // Retry was offered, and failed the same way every time)
+    const again = !(discard && (refusal === 400 || refusal === 413 || refusal === 422));
     this.paint(
       "failed",
       "unsent",
       discard ? "Not sent" : "Not confirmed",
       h("span", { class: "error-text" }, message),
-      h("button", { type: "button", class: "small", onclick: () => outbox.retry(this.p) }, "Retry"),
+      again ? h("button", { type: "button", class: "small", onclick: () => outbox.retry(this.p) }, "Retry") : null,
       discard && this.timeline.opts.edit ? h("button", { type: "button", class: "small", onclick: () => this.edit() }, "Edit") : null,
       discard ? h("button", { type: "button", class: "small link", onclick: () => outbox.discard(this.p) }, "Discard") : null,
     );
