@@ -314,16 +314,16 @@ class Outbox {
     if (!auth.token && !this.told.has(p.key)) this.onSignedOut(notSent([p]));
   }
 
-  /** What the sign-in page says of the messages this tab holds unsent or
-   * unconfirmed when another request finds the token refused ("" when
-   * it holds none): signing out clears them, and they went without a
-   * word when the stream or a list was refused before their own retry
-   * was (QA, 2026-12-04). */
   /** How many messages wait for the host's answer or were not sent. */
   count() {
     return this.items.size;
   }
 
+  /** What the sign-in page says of the messages this tab holds unsent or
+   * unconfirmed when another request finds the token refused ("" when
+   * it holds none): signing out clears them, and they went without a
+   * word when the stream or a list was refused before their own retry
+   * was (QA, 2026-12-04). */
   unsent() {
     const held = [...this.items.values()];
     this.told = new Set(held.map((p) => p.key));
