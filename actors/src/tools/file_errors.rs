@@ -19,6 +19,10 @@ const NO_LOOP_HINT: &str = "use a path that does not go through the looping link
 pub(super) const OUTSIDE_HINT: &str =
     "use a path relative to the workspace root; files outside it cannot be reached";
 
+/// What to do about a path a symbolic link leads out of the workspace.
+const LINK_OUTSIDE_HINT: &str =
+    "use a path that does not go through that link; files outside the workspace cannot be reached";
+
 /// What to do when the workspace itself cannot be used: no path helps (the
 /// hint said to use a path relative to the root, after the message had
 /// said to tell the owner).
@@ -31,6 +35,7 @@ pub(super) fn workspace_error(e: &WorkspaceError) -> ToolError {
     let hint = match e {
         WorkspaceError::Unavailable { .. } => UNUSABLE_HINT,
         WorkspaceError::Outside { .. } | WorkspaceError::Invalid { .. } => OUTSIDE_HINT,
+        WorkspaceError::LinkOutside { .. } => LINK_OUTSIDE_HINT,
     };
     ToolError::new(e.to_string(), hint)
 }

@@ -39,6 +39,16 @@ pub enum WorkspaceError {
         /// The path as given.
         path: String,
     },
+    /// The path leaves the workspace through a symbolic link in it.
+    #[error(
+        "path {path:?} leads outside the workspace through a symbolic link (it resolves to {target}); only files inside the workspace can be reached: use one there"
+    )]
+    LinkOutside {
+        /// The path as given.
+        path: String,
+        /// Where it resolves to.
+        target: String,
+    },
     /// The path is empty or malformed.
     #[error("path {path:?} is not usable: {why}")]
     Invalid {
@@ -238,7 +248,12 @@ impl Workspace {
             .canonicalize()
             .map_err(|_| WorkspaceError::Outside { path: given.into() })?;
         if !real.starts_with(&self.root) {
-            return Err(WorkspaceError::Outside { path: given.into() });
+            // inside by name, out by a link (QA: "use a path relative to
+            // the workspace root" of a relative path, no word of the link)
+            return Err(WorkspaceError::LinkOutside {
+                path: given.into(),
+                target: real.display().to_string(),
+            });
         }
         let mut out = real;
         for name in rest.into_iter().rev() {

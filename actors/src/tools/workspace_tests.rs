@@ -28,7 +28,14 @@ fn refuses_symlinks_out() {
     let ws = Workspace::open(dir.path()).unwrap();
     std::os::unix::fs::symlink(outside.path(), ws.root().join("link")).unwrap();
     let err = ws.resolve("link/secret.txt").unwrap_err();
-    assert!(matches!(err, WorkspaceError::Outside { .. }));
+    assert!(matches!(err, WorkspaceError::LinkOutside { .. }));
+    // it says a link leads out, not to use a relative path (QA: the path
+    // given was one)
+    assert!(
+        err.to_string()
+            .starts_with("path \"link/secret.txt\" leads outside the workspace through a symbolic link (it resolves to "),
+        "{err}"
+    );
 }
 
 /// Each owner works in a private directory of its own beneath the root,
