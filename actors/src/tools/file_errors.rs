@@ -128,6 +128,17 @@ pub(super) fn file_error(action: &str, shown: &str, e: &FileError) -> ToolError 
             WorkspaceError::Outside { path: shown.into() }.to_string(),
             OUTSIDE_HINT,
         ),
+        FileError::BrokenLink(target) => ToolError::new(
+            format!(
+                "cannot {action} {shown}: it is a symbolic link to {}, which does not exist; \
+                 it is not replaced with a file",
+                target.display()
+            ),
+            format!(
+                "write to the file the link should lead to (inside the workspace), or remove \
+                 the link first (Shell `rm {shown}`) to put a file in its place"
+            ),
+        ),
         FileError::Io(e) => io_error(action, shown, e),
     }
 }

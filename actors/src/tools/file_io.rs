@@ -44,6 +44,10 @@ pub(crate) enum FileError {
     /// symlink out after it was checked).
     #[error("outside the workspace")]
     Outside,
+    /// Write's file is a symbolic link that leads nowhere (to this
+    /// target): writing would replace the link with a file.
+    #[error("a symbolic link to {0}, which does not exist")]
+    BrokenLink(PathBuf),
     /// The operating system refused.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -139,10 +143,13 @@ pub(crate) fn make_dirs(ws: &Beneath, path: &Path) -> Result<OwnedFd, FileError>
 }
 
 /// The permissions of the regular file `name` in `dir`, `None` if there
-/// is no file there yet. A symlink there counts as none: the rename
-/// replaces the link itself (a path checked by
+/// is no file there yet. A symlink there is refused
+/// ([`FileError::BrokenLink`]): the rename would replace the link itself
+/// (a path checked by
 /// [`Workspace::resolve`](crate::tools::workspace::Workspace::resolve)
-/// ends in one only when it dangles, or was swapped in since).
+/// ends in one only when it dangles, or was swapped in since), and it
+/// did: the person's link was gone, a plain file in its place (QA,
+/// 2026-12-06).
 pub(crate) fn existing_target(
     dir: &OwnedFd,
     name: &OsStr,
@@ -154,7 +161,10 @@ pub(crate) fn existing_target(
         Err(e) => return Err(FileError::Io(e.into())),
     };
     if meta.file_type().is_symlink() {
-        return Ok(None);
+        let target = rustix::fs::readlinkat(dir, name, Vec::new()).map_err(std::io::Error::from)?;
+        return Err(FileError::BrokenLink(PathBuf::from(OsString::from_vec(
+            target.into_bytes(),
+        ))));
     }
     regular_only(&meta)?;
     Ok(Some(meta.permissions()))

@@ -312,6 +312,36 @@ fn a_failed_replace_leaves_no_temporary_file() {
 /// Write says what stands where a directory of its path goes: a file, or
 /// a link leading outside the workspace or nowhere. (It said only "File
 /// exists (os error 17)".)
+/// Write to a broken symbolic link is refused naming it and its target,
+/// and leaves the link as it was: the write replaced the link with a
+/// plain file, one leading out of the workspace too (QA, 2026-12-06).
+#[tokio::test]
+async fn write_does_not_replace_a_broken_link() {
+    let f = ToolFixture::new();
+    let root = f.ws().root();
+    let outside = tempfile::tempdir().unwrap();
+    let away = outside.path().join("outside.txt");
+    std::os::unix::fs::symlink(&away, root.join("dang")).unwrap();
+    std::os::unix::fs::symlink("nowhere", root.join("dangling")).unwrap();
+    for (path, target) in [
+        ("dang", away.display().to_string()),
+        ("dangling", "nowhere".to_owned()),
+    ] {
+        let err = call(&f, &Write, json!({"path": path, "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains(&format!(
+                "cannot write {path}: it is a symbolic link to {target}, which does not exist"
+            )) && err.contains(&format!("Shell `rm {path}`")),
+            "{path}: {err}"
+        );
+        let meta = std::fs::symlink_metadata(root.join(path)).unwrap();
+        assert!(meta.file_type().is_symlink(), "{path} was replaced");
+    }
+    assert!(!away.exists());
+}
+
 #[tokio::test]
 async fn write_names_what_blocks_its_directory() {
     let f = ToolFixture::new();
