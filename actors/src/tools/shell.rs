@@ -147,9 +147,14 @@ impl Shell {
         let limits = ctx.limits();
         let timeout = match args.timeout_s {
             None => limits.shell_default_timeout,
-            Some(s) if s.is_finite() && s > 0.0 && s < MIN_TIMEOUT_S => {
+            // 0 and below too: named as the minimum the schema gives, as a
+            // small positive one is (QA: "must be a positive number, got 0")
+            Some(s) if s.is_finite() && s < MIN_TIMEOUT_S => {
                 return Err(ToolError::new(
-                    format!("timeout_s {s:?} is below the minimum of {MIN_TIMEOUT_S} s"),
+                    format!(
+                        "timeout_s {} is below the minimum of {MIN_TIMEOUT_S} s",
+                        short_number(s)
+                    ),
                     format!(
                         "pass at least {MIN_TIMEOUT_S}, or leave timeout_s out for the default of {} s",
                         seconds(limits.shell_default_timeout)
@@ -161,7 +166,8 @@ impl Shell {
                 if s > limits.shell_max_timeout.as_secs_f64() {
                     return Err(ToolError::new(
                         format!(
-                            "timeout_s {s} is above the limit of {} s",
+                            "timeout_s {} is above the limit of {} s",
+                            short_number(s),
                             limits.shell_max_timeout.as_secs()
                         ),
                         "ask for a shorter timeout, or split the work",
@@ -421,6 +427,16 @@ impl Tool for Shell {
 /// (`MAX_ARG_STRLEN`, its final NUL included), and a longer one fails to
 /// start with `E2BIG`, which says nothing of what to do instead.
 const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
+
+/// `n` as a message quotes it: in full up to a million, in exponent form
+/// past it (`1e308` was written out in its 309 digits: QA).
+fn short_number(n: f64) -> String {
+    if n.abs() < 1e6 {
+        format!("{n:?}")
+    } else {
+        format!("{n:e}")
+    }
+}
 
 /// The schema's minimum `timeout_s`: a shorter one gives a command no
 /// time to start.
