@@ -193,6 +193,7 @@ impl GateFixture {
             delivered_before: 0,
             turn_tokens: 0,
             inputs: &[],
+            result_cap_tokens: u64::MAX,
             memory_shown: ShownMemory::default(),
         };
         matches!(

@@ -426,3 +426,48 @@ steps = [
     assert!(reads[0].1 && !reads[0].0.contains("7731"), "{reads:?}");
     host.shutdown().await;
 }
+
+/// At a small `compact_at_tokens`, ReadTranscript pages a long entry in
+/// parts that fit the cap a tool result is sent with (half of it, a
+/// token per character), and its "reads on" points to the next part.
+/// (It paged 6,000 characters at a time, which the request clipped to
+/// their start and end, and "reads on" skipped the middle it cut: QA,
+/// 2026-12-06.)
+#[tokio::test]
+async fn read_transcript_pages_fit_a_small_context() {
+    let script = format!(
+        r#"
+[[rule]]
+match = "^[0-9a-f]{{8}}-"
+steps = [
+  {{ tool = "ReadTranscript", args = {{ session = "{{{{input}}}}", seq = 1, before = 0, after = 0 }} }},
+  {{ tool = "SendMessage", args = {{ text = "read" }} }},
+]
+{CHAT}"#
+    );
+    let fleet = TestFleet::new()
+        .script("s", &script)
+        .bot("r", "s", RECALL_TOOLS)
+        .host("max_text_chars = 40000\nmax_body_bytes = 1048576");
+    let path = fleet.write();
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "kind = \"scripted\"",
+        "kind = \"scripted\"\ncompact_at_tokens = 3000",
+    );
+    std::fs::write(&path, text).unwrap();
+    let host = crate::support::fleet::restart(fleet).await;
+    let long: String = (0..4500).map(|i| format!("t{i:05} ")).collect();
+    let (session, _) = chat(&host, TOKEN, "r", &long).await;
+    let (dm, _) = chat(&host, TOKEN, "r", &session).await;
+    assert_eq!(dm, session);
+    let reads = tool_results(&host, TOKEN, &session, "ReadTranscript").await;
+    let (page, error) = &reads[0];
+    assert!(!error, "{page}");
+    // the cap is 1,000 tokens (a quarter of 3,000, at least 1,000): pages
+    // of 500 characters, the next one named
+    assert!(
+        page.contains("\"offset\": 500 reads on") && !page.contains("t00072"),
+        "{page}"
+    );
+    host.shutdown().await;
+}

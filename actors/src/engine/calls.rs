@@ -155,6 +155,9 @@ impl Runner {
             delivered_before: self.state.delivered,
             turn_tokens: self.usage.total(),
             inputs: &self.state.input_seqs,
+            result_cap_tokens: crate::engine::request_clip::entry_cap(crate::engine::turn_budget(
+                self.ctx_settings.compact_at_tokens,
+            )),
             memory_shown: crate::tools::ShownMemory {
                 frozen: &self.tail.state_shown,
                 update: if self.memory_update.is_some() {

@@ -130,6 +130,7 @@ async fn git_internals_in_the_notes_area_are_reviewed() {
             delivered_before: 0,
             turn_tokens: 0,
             inputs: &[],
+            result_cap_tokens: u64::MAX,
             memory_shown: crate::tools::ShownMemory::default(),
         };
         assert!(

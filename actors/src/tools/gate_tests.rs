@@ -158,6 +158,7 @@ impl Fx {
             delivered_before: 0,
             turn_tokens: 0,
             inputs: &[],
+            result_cap_tokens: u64::MAX,
             memory_shown: crate::tools::ShownMemory::default(),
         };
         Gate::check(&ctx, tool, t.as_ref(), &args).await
@@ -455,6 +456,7 @@ async fn reviewed_calls_are_known_up_front() {
         delivered_before: 0,
         turn_tokens: 0,
         inputs: &[],
+        result_cap_tokens: u64::MAX,
         memory_shown: crate::tools::ShownMemory::default(),
     };
     assert!(Gate::reviewed(&ctx, "Shell", &json!({"command": "ls"})));

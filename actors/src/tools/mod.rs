@@ -178,6 +178,11 @@ pub struct ToolContext<'a> {
     /// none for a background run): a room member speaks to its room only
     /// in the turn that took the input the discussion awaits.
     pub inputs: &'a [i64],
+    /// The most tokens a tool result is sent to the model with (a quarter
+    /// of the provider's `compact_at_tokens`, `engine/entry_clip.rs`): a
+    /// larger one is clipped, its start and end kept. A tool that pages
+    /// (ReadTranscript) sizes its pages within it.
+    pub result_cap_tokens: u64,
 }
 
 /// The ids of the memory items a turn's prompt shows (`memory/render.rs`

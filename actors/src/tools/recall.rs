@@ -55,6 +55,17 @@ const READ_ENTRY_CHARS: usize = 1_500;
 /// Longest text of the asked entry itself, in characters.
 const READ_TARGET_CHARS: usize = 6_000;
 
+/// Characters of a long entry's text one ReadTranscript shows: at most
+/// [`READ_TARGET_CHARS`], and within half the cap a tool result is sent
+/// with (`cap_tokens`), counting a token per character (a character of
+/// Chinese is about one) and leaving the rest to the entries around it.
+/// At a small `compact_at_tokens` a 6,000-character page was clipped to
+/// its start and end, and "reads on" skipped the middle it cut (QA,
+/// 2026-12-06).
+fn page_chars(cap_tokens: u64) -> usize {
+    usize::try_from(cap_tokens / 2).map_or(READ_TARGET_CHARS, |half| half.min(READ_TARGET_CHARS))
+}
+
 /// Full-text search over the transcripts the bot may see.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SearchTranscript;
@@ -512,14 +523,14 @@ impl Tool for ReadTranscript {
         ToolSpec {
             name: "ReadTranscript".into(),
             description: format!(
-                "Read the entries around one entry of a transcript you may see (e.g. a SearchTranscript hit): by default {READ_DEFAULT_AROUND} before and {READ_DEFAULT_AROUND} after it. A long entry's text is shown {READ_TARGET_CHARS} characters at a time: `offset` reads on from any character."
+                "Read the entries around one entry of a transcript you may see (e.g. a SearchTranscript hit): by default {READ_DEFAULT_AROUND} before and {READ_DEFAULT_AROUND} after it. A long entry's text is shown up to {READ_TARGET_CHARS} characters at a time (fewer when your context is small): `offset` reads on from any character."
             ),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "session": {"type": "string", "description": "The session (from a SearchTranscript hit); leave it out for this conversation."},
                     "seq": {"type": "integer", "minimum": 1, "description": "The entry's seq in that session."},
-                    "offset": {"type": "integer", "minimum": 0, "description": format!("Show the entry's text from this character on ({READ_TARGET_CHARS} characters at a time; default 0): to read a long entry's middle or end.")},
+                    "offset": {"type": "integer", "minimum": 0, "description": format!("Show the entry's text from this character on (up to {READ_TARGET_CHARS} characters at a time; default 0): to read a long entry's middle or end.")},
                     "before": {"type": "integer", "minimum": 0, "maximum": READ_MAX_AROUND, "description": format!("Entries before it (default {READ_DEFAULT_AROUND}).")},
                     "after": {"type": "integer", "minimum": 0, "maximum": READ_MAX_AROUND, "description": format!("Entries after it (default {READ_DEFAULT_AROUND}).")}
                 },
@@ -611,7 +622,7 @@ impl Tool for ReadTranscript {
             let (mark, window) = if entry.seq == args.seq {
                 let target = Window {
                     from: offset,
-                    max: READ_TARGET_CHARS,
+                    max: page_chars(ctx.result_cap_tokens),
                     read_on: true,
                 };
                 ("→ ", target)

@@ -115,6 +115,7 @@ impl ToolFixture {
             delivered_before: 0,
             turn_tokens: 0,
             inputs: &[],
+            result_cap_tokens: u64::MAX,
             memory_shown: crate::tools::ShownMemory::default(),
         }
     }
