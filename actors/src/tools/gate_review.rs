@@ -104,6 +104,9 @@ pub(super) async fn scripts_unchanged(
 /// how many characters it left out between them).
 const SUMMARY_HEAD: usize = 100;
 const SUMMARY_TAIL: usize = 60;
+/// The fewest characters a summary's cut leaves out: about what its
+/// marker (` …(123 characters)… `) takes.
+const MIN_LEFT_OUT: usize = 24;
 
 /// A command or description as an approval's summary shows it: runs of
 /// whitespace as one space, and a text still longer than
@@ -129,7 +132,10 @@ pub(super) fn summary_text(text: &str) -> String {
     // (👨‍👩‍👧‍👦) or a letter with its marks (é, न्दी) is kept or left out whole,
     // never shown as a dangling joiner or a mark with no letter
     let clusters: Vec<&str> = flat.graphemes(true).collect();
-    if clusters.len() <= SUMMARY_HEAD + SUMMARY_TAIL {
+    // a cut that would leave out fewer characters than its marker takes
+    // saves nothing and hides part of the command (QA: `sed  …(2
+    // characters)… /$/\r/"`): the text is shown whole
+    if clusters.len() <= SUMMARY_HEAD + SUMMARY_TAIL + MIN_LEFT_OUT {
         return flat;
     }
     let head = clusters[..SUMMARY_HEAD].concat();

@@ -30,6 +30,16 @@ fn a_long_command_shows_its_end_and_whitespace_runs_are_one_space() {
 
 #[test]
 fn a_short_text_is_shown_whole() {
+    // and one a few characters past the cut's length: the marker would
+    // take more than it saves (QA: `sed  …(2 characters)… /$/\r/"`)
+    let just_over = format!("sed \"s/$/\\r/\" {}", "a".repeat(160));
+    assert_eq!(summary_text(&just_over), just_over);
+    let cut = format!("sed {}", "a".repeat(200));
+    assert!(
+        summary_text(&cut).contains(" …(44 characters)… "),
+        "{}",
+        summary_text(&cut)
+    );
     assert_eq!(summary_text("  ls -la\\n\\tnotes  "), "ls -la\\n\\tnotes");
     assert_eq!(summary_text("ls\n-la"), "ls -la");
     assert_eq!(summary_text(""), "");
