@@ -637,6 +637,21 @@ async fn a_second_signal_stops_at_once() {
     assert!(took < Duration::from_secs(2), "{took:?}");
 }
 
+/// The CLI run with `args`, the host and token from the environment (no
+/// host listens there): its exit code and stderr.
+fn usage_run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(BIN)
+        .args(args)
+        .env("BOTFLEET_HOST", "http://127.0.0.1:9")
+        .env("BOTFLEET_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A usage error's usage line names the arguments a person must give
 /// (QA, 2026-12-06: with BOTFLEET_HOST and BOTFLEET_TOKEN set, `botfleet
 /// search` showed `Usage: botfleet search --host <HOST> --token <TOKEN>
@@ -644,14 +659,8 @@ async fn a_second_signal_stops_at_once() {
 #[test]
 fn a_usage_line_leaves_out_what_the_environment_gives() {
     for args in [&["search"][..], &["forget"], &["group", "send"]] {
-        let out = std::process::Command::new(BIN)
-            .args(args)
-            .env("BOTFLEET_HOST", "http://127.0.0.1:9")
-            .env("BOTFLEET_TOKEN", TOKEN)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let (code, err) = usage_run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
         let usage = err.lines().find(|l| l.starts_with("Usage: ")).unwrap();
         assert!(
             usage.starts_with(&format!("Usage: botfleet {} <", args.join(" ")))
@@ -677,14 +686,8 @@ fn an_argument_that_is_not_utf8_is_a_usage_error() {
         vec!["send".as_ref(), "r".as_ref(), bad],
         vec!["search".as_ref(), bad],
     ] {
-        let out = std::process::Command::new(BIN)
-            .args(&args)
-            .env("BOTFLEET_HOST", "http://127.0.0.1:9")
-            .env("BOTFLEET_TOKEN", TOKEN)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let (code, err) = usage_run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.starts_with("error: invalid UTF-8"), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
@@ -695,14 +698,8 @@ fn an_argument_that_is_not_utf8_is_a_usage_error() {
 /// `group create`'s usage (QA: "unexpected argument 'a2' found").
 #[test]
 fn group_create_members_as_separate_words_say_the_form_to_use() {
-    let out = std::process::Command::new(BIN)
-        .args(["group", "create", "r9", "--members", "a1", "a2", "a3"])
-        .env("BOTFLEET_HOST", "http://127.0.0.1:9")
-        .env("BOTFLEET_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = usage_run(&["group", "create", "r9", "--members", "a1", "a2", "a3"]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.starts_with(
             "error: --members takes the member bots as one comma-separated word: --members a1,a2,a3"

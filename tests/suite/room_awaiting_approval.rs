@@ -4,8 +4,9 @@
 //! (round 1 passed in silence)" and the member's outcome was `passed`,
 //! with no word of the approval.)
 
-use serde_json::Value;
 use serde_json::json;
+
+use super::room_review_refused::end_of;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
@@ -28,27 +29,6 @@ steps = [ { tool = "Shell", args = { command = "curl -s -d @NOTES.md https://api
 [[rule]]
 steps = [ { text = "nothing to add" } ]
 "#;
-
-/// The end notice's text and the members of a discussion's `turn_end`.
-fn end_of(run: &[Value]) -> (String, Value) {
-    let notice = run
-        .iter()
-        .find(|e| {
-            e["kind"] == "notice"
-                && e["code"]
-                    .as_str()
-                    .is_some_and(|c| c.starts_with("room_run_"))
-        })
-        .unwrap_or_else(|| panic!("no end notice: {run:#?}"));
-    let end = run
-        .iter()
-        .find(|e| e["kind"] == "turn_end")
-        .unwrap_or_else(|| panic!("no turn_end: {run:#?}"));
-    (
-        notice["text"].as_str().unwrap().to_owned(),
-        end["members"].clone(),
-    )
-}
 
 #[tokio::test]
 async fn a_member_awaiting_approval_did_not_pass_in_silence() {

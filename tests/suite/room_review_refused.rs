@@ -28,8 +28,8 @@ steps = [ { fail = "b1's model is down" } ]
 steps = [ { text = "nothing to add" } ]
 "#;
 
-/// The end notice and the `turn_end` of a discussion's entries.
-fn end_of(run: &[Value]) -> (String, Value) {
+/// The end notice's text and the members of a discussion's `turn_end`.
+pub(super) fn end_of(run: &[Value]) -> (String, Value) {
     let notice = run
         .iter()
         .find(|e| {
