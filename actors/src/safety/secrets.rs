@@ -352,7 +352,7 @@ impl Redactor {
         // a marker an earlier scrub wrote stays whole: a value found only
         // inside one (`e` of `[redacted]`) turned a second scrub's output
         // into `[r[redacted]dact[redacted]d]` (QA, 2026-12-06)
-        if text.contains(REDACTED) && !found.is_empty() {
+        if !found.is_empty() && text.contains(REDACTED) {
             let markers: Vec<Range<usize>> = text
                 .match_indices(REDACTED)
                 .map(|(at, m)| at..at + m.len())
