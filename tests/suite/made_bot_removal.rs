@@ -7,6 +7,7 @@
 //! and the operations guide covered only fleet.toml's bots.)
 
 use serde_json::Value;
+use serde_json::json;
 
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
@@ -132,6 +133,16 @@ async fn message_refused(host: &TestHost) {
     let (status, v) = host.send("helper", "still there?", None).await;
     assert_eq!(status, 409, "{v}");
     assert_eq!(v["error"]["code"], "conflict", "{v}");
+    // so is a key the ledger cannot judge (an old UUIDv7): not `unknown`,
+    // whose "send with a new key" is refused the same way (QA, 2026-12-06)
+    let old_key = Some("01800000-0000-7000-8000-000000000000");
+    let (status, v) = host.send("helper", "still there?", old_key).await;
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (409, &json!("conflict")),
+        "{v}"
+    );
+    assert!(v["status"].is_null(), "{v}");
     // not "list it in fleet.toml again": no config ever listed it
     let said = v["error"]["message"].as_str().unwrap_or_default();
     assert!(

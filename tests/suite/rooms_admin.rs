@@ -403,6 +403,15 @@ async fn a_closed_room_refuses_messages_but_keeps_its_timeline() {
         msg.contains("the room is closed") && msg.contains("create a new room"),
         "{msg}"
     );
+    // a key the ledger cannot judge (a UUIDv7 older than its window) is
+    // refused as the room's, not `unknown` with "send with a new key",
+    // which is refused the same way (QA, 2026-12-06)
+    let (status, body) = post_keyed("01800000-0000-7000-8000-000000000000", "anyone?").await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["status"].is_null() && message(&body).contains("the room is closed"),
+        "{body}"
+    );
     // a retry of a message sent before the close is still its duplicate
     let (status, again) = post_keyed("before-close", "one more").await;
     assert_eq!((status, &again["seq"]), (200, &before["seq"]), "{again}");

@@ -337,6 +337,13 @@ impl Writer {
                 notices,
             } => {
                 let outcome = self.admit(request, now, touched, false)?;
+                // a key the ledger cannot judge, to a room no message can
+                // reach now (closed, its members changed): refused as a
+                // new key would be, not `unknown` ("send with a new key",
+                // which is refused the same way: QA, 2026-12-06)
+                if let AdmitOutcome::Unknown { .. } = &outcome {
+                    rooms::ensure_postable(&self.conn, room, poster, members, *shared)?;
+                }
                 if let AdmitOutcome::Accepted(rec) = &outcome {
                     rooms::ensure_postable(&self.conn, room, poster, members, *shared)?;
                     rooms::insert_run(&self.conn, room, rec.seq, state, now)?;
