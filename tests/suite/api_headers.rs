@@ -128,7 +128,8 @@ async fn a_header_sent_twice_is_refused_naming_it() {
     ];
     assert_refused(
         post(&host, "/v1/hooks/r/gh", &twice_delivery, payload).await,
-        "x-botfleet-delivery",
+        // as the docs spell it (QA: it was named in lower case)
+        "X-Botfleet-Delivery",
     );
     let twice_signature = [
         ("X-Botfleet-Delivery", "d-1"),
@@ -137,7 +138,7 @@ async fn a_header_sent_twice_is_refused_naming_it() {
     ];
     assert_refused(
         post(&host, "/v1/hooks/r/gh", &twice_signature, payload).await,
-        "x-botfleet-signature",
+        "X-Botfleet-Signature",
     );
 
     // once each, the same requests work
