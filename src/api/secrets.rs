@@ -73,6 +73,12 @@ pub(crate) async fn put(
             "the value is empty: send 1-{MAX_SECRET_BYTES} bytes of it"
         )));
     }
+    // empty as a message of it is: no secret is only spaces (QA: stored)
+    if parsed.value.trim().is_empty() {
+        return Err(ApiError::BadRequest(
+            "the value is only whitespace: send the secret's value itself".into(),
+        ));
+    }
     if parsed.value.len() > MAX_SECRET_BYTES {
         // in bytes of UTF-8, as the environment variable holds it: a
         // character past ASCII is 2-4 of them (QA: "must be 1-16384 bytes"

@@ -175,6 +175,29 @@ async fn a_body_over_the_limit_is_too_large_on_every_route() {
     host.shutdown().await;
 }
 
+/// A value of only whitespace is refused as an empty one is (QA,
+/// 2026-12-06: `"   "` was stored).
+#[tokio::test]
+async fn a_secret_value_of_only_whitespace_is_refused() {
+    let host = host().await;
+    let a = as_alice(
+        &host,
+        Method::PUT,
+        "/v1/secrets/MYSECRET",
+        Some(json!({ "value": " \t\n " }).to_string()),
+    )
+    .await;
+    assert_eq!((a.status, a.code()), (400, "bad_request"), "{}", a.body);
+    assert!(
+        a.message().starts_with("the value is only whitespace"),
+        "{}",
+        a.message()
+    );
+    let (_, secrets) = host.get("/v1/secrets", TOKEN).await;
+    assert_eq!(secrets["secrets"], json!([]), "nothing was stored");
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_secret_value_with_a_nul_byte_is_refused() {
     let host = host().await;
