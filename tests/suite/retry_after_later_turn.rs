@@ -335,3 +335,48 @@ async fn a_failed_turn_after_interrupted_attempts_at_its_messages_is_retried() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// A later turn that had the messages and ended undelivered (the model
+/// said nothing to the person): the retry's refusal says so and points to
+/// retrying that turn, which works. (It said the later turn "already
+/// answered", of one that never replied: QA, 2026-12-06.)
+#[tokio::test]
+async fn a_later_undelivered_turn_is_named_as_such_and_retried_instead() {
+    let script = r#"
+[[rule]]
+steps = [ { text = "thinking it over" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("q", "s", &["SendMessage"])
+        .start()
+        .await;
+    let mut turns = Vec::new();
+    for text in ["first", "second"] {
+        let (status, sent) = host.send("q", text, None).await;
+        assert_eq!(status, 202, "{sent}");
+        let session = sent["session"].as_str().unwrap();
+        let end = host
+            .wait_turn_end(session, sent["seq"].as_i64().unwrap())
+            .await;
+        assert_eq!(end["status"], "undelivered", "{end}");
+        turns.push(end["turn"].as_str().unwrap().to_owned());
+    }
+    let (status, refused) = host.retry(&turns[0]).await;
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "a later turn of this conversation ({}) had these messages in its context and ended undelivered: retry that turn instead",
+            turns[1]
+        )) && !message.contains("already answered"),
+        "{refused}"
+    );
+    let (status, requeued) = host.retry(&turns[1]).await;
+    assert_eq!(status, 200, "{requeued}");
+    assert!(
+        requeued["requeued"].as_u64().unwrap_or(0) >= 1,
+        "{requeued}"
+    );
+    host.shutdown().await;
+}

@@ -27,6 +27,8 @@ struct Held {
 struct Later {
     turn: String,
     running: bool,
+    /// How it ended (`completed`, `undelivered`, …), once it has.
+    status: String,
 }
 
 impl Writer {
@@ -214,6 +216,7 @@ impl Writer {
                 return Ok(Some(Later {
                     turn: id,
                     running: true,
+                    status: "running".to_owned(),
                 }));
             }
         }
@@ -232,13 +235,15 @@ impl Writer {
         let mut seen = HashSet::new();
         let mut read = self
             .conn
-            .prepare_cached("SELECT inputs FROM turns WHERE id = ?1 AND session_id = ?2")?;
+            .prepare_cached("SELECT inputs, status FROM turns WHERE id = ?1 AND session_id = ?2")?;
         for id in answered {
             if !seen.insert(id.clone()) {
                 continue;
             }
-            let Some(inputs) = read
-                .query_row(params![id, session], |r| r.get::<_, String>(0))
+            let Some((inputs, status)) = read
+                .query_row(params![id, session], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
                 .optional()?
             else {
                 continue;
@@ -250,6 +255,7 @@ impl Writer {
                 return Ok(Some(Later {
                     turn: id,
                     running: false,
+                    status,
                 }));
             }
         }
@@ -308,6 +314,17 @@ fn later_message(later: &Later, kind: Option<&str>) -> String {
         format!(
             "a later turn of this conversation ({}) is running with these messages in its context: wait for it to end; if it answers them, send a new message instead (a retry would answer them a second time, without what came after)",
             later.turn
+        )
+    } else if matches!(
+        later.status.as_str(),
+        "undelivered" | "failed" | "cancelled"
+    ) {
+        // it had them, and did not reply (QA, 2026-12-06: "already
+        // answered" of an undelivered turn, whose retry did work)
+        format!(
+            "a later turn of this conversation ({turn}) had these messages in its context and ended {status}: retry that turn instead (`botfleet retry {turn}`), which answers them with what came after (a retry of this one would answer them without it)",
+            turn = later.turn,
+            status = later.status
         )
     } else {
         format!(
