@@ -103,7 +103,7 @@ pub enum Command {
         #[arg(long)]
         data: Option<PathBuf>,
         /// Listen address IP:PORT (overrides host.listen).
-        #[arg(long)]
+        #[arg(long, value_parser = args::listen_address)]
         listen: Option<String>,
     },
     /// Check a fleet file and print what it defines.

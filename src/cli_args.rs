@@ -118,6 +118,18 @@ pub(super) fn last_entries(value: &str) -> Result<u32, String> {
     })
 }
 
+/// Reads `run --listen`: an IP:PORT, checked as a usage error (2), as
+/// the other commands' bad values are (QA: a malformed one was exit 1,
+/// found only when the start checked it).
+pub(super) fn listen_address(value: &str) -> Result<String, String> {
+    value
+        .parse::<std::net::SocketAddr>()
+        .map(|_| value.to_owned())
+        .map_err(|_| {
+            format!("{value:?} is not an address; expected IP:PORT such as 127.0.0.1:7878")
+        })
+}
+
 /// Reads `search --offset`: 0 to the most hits the host skips.
 pub(super) fn search_offset(value: &str) -> Result<u64, String> {
     let most = botfleet_memory::MAX_SEARCH_OFFSET as u64;

@@ -476,9 +476,13 @@ async fn run_listen_overrides_a_bad_host_listen() {
         .output()
         .await
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // a usage error, as other commands' bad values are (QA: it was 1)
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--listen \"nowhere\""), "{err}");
+    assert!(
+        err.contains("'--listen <LISTEN>': \"nowhere\" is not an address; expected IP:PORT"),
+        "{err}"
+    );
 }
 
 /// A port in use stops the start before the data directory is made.
