@@ -332,23 +332,35 @@ pub(super) async fn runs(
     // a routine or hook the bot no longer has is refused as one it never
     // had (QA: its old runs printed, exit 0, where the docs say exit 1;
     // a removed hook's runs still printed, no route listing hooks then)
-    let has = client
+    let listing = client
         .get(&format!("/v1/bots/{}/{route}", segment(bot)))
-        .await?[route]
+        .await?;
+    let found = listing[route]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|r| r["name"] == *name);
-    if !has {
+        .find(|r| r["name"] == *name);
+    let Some(found) = found else {
         anyhow::bail!(
             "bot {bot} has no {what} {} (removed, or never made); {listed}",
             botfleet_memory::quote_short(name)
         );
-    }
+    };
+    // it has it (above): it has not run yet, said as such (QA: "none came
+    // yet, or the bot has no such routine", of one it lists), with when a
+    // routine runs next
     let Some((session, last_seq)) = session_head(client, bot, kind, name).await? else {
+        let next = found["next_fire_ms"]
+            .as_i64()
+            .and_then(terminal::minute_utc)
+            .map(|at| format!("; it runs next at {at}"))
+            .unwrap_or_default();
+        let none = match runs {
+            Runs::Hook(_) => "no delivery came yet",
+            Runs::Routine(_) => "it has not run yet",
+        };
         anyhow::bail!(
-            "no runs of {what} {} of bot {bot}: none came yet, or the bot has no such \
-             {what} ({listed})",
+            "no runs of {what} {} of bot {bot}: {none}{next}",
             botfleet_memory::quote_short(name)
         );
     };

@@ -98,16 +98,41 @@ async fn runs_that_sent_nothing_are_said_so() {
 #[tokio::test]
 async fn transcript_prints_a_webhooks_runs_and_its_failure() {
     let host = hooked_host().await;
-    // no run yet: said so, naming where hooks are
+    // no run yet: said as such (QA: "none came yet, or the bot has no such
+    // webhook", of one it has)
     let (code, out, err) = hook_runs(&host, &[]).await;
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
     assert!(
-        err.contains("no runs of webhook \"gh\" of bot r") && err.contains("`botfleet hooks r`"),
+        err.contains("no runs of webhook \"gh\" of bot r: no delivery came yet")
+            && !err.contains("no such"),
         "{err}"
     );
     let (code, _, err) = cli(&["transcript", "r", "--routine", "daily"], &host.url, TOKEN).await;
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("`botfleet routines r`"), "{err}");
+    // a routine it has that has not run: said so, with when it runs next
+    let (status, put) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/bots/r/routines/weekly",
+            TOKEN,
+            Some(serde_json::json!({"cron": "0 9 * * 1", "timezone": "UTC", "prompt": "Weekly."})),
+        )
+        .await;
+    assert_eq!(status, 201, "{put}");
+    let (code, _, err) = cli(
+        &["transcript", "r", "--routine", "weekly"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "no runs of routine \"weekly\" of bot r: it has not run yet; it runs next at "
+        ),
+        "{err}"
+    );
 
     let end = deliver(&host, "d-1", "FAILME").await;
     assert_eq!(end["status"], "failed", "{end}");
