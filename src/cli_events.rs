@@ -43,6 +43,10 @@ pub(crate) struct Changes<'a> {
     backoff: Duration,
     /// The loss of the host was told on stderr (once per outage).
     told: bool,
+    /// When the host stopped answering (ms since the epoch), while it
+    /// does not: a wait that ends unanswered says so (QA: "no reply
+    /// within 360 s" of a host that had died, read as a slow bot).
+    lost_since: Option<i64>,
     /// A stream that broke off with an error was told on stderr (once:
     /// each reopened stream would break the same way).
     told_broken: bool,
@@ -93,6 +97,7 @@ impl<'a> Changes<'a> {
             retry_at: Instant::now() + REOPEN_EVERY,
             backoff: FIRST_BACKOFF,
             told: false,
+            lost_since: None,
             told_broken: false,
             polling,
         }))
@@ -154,6 +159,7 @@ impl<'a> Changes<'a> {
             Ok(Ok(stream)) => {
                 self.stream = Some(stream.boxed_local());
                 self.told = false;
+                self.lost_since = None;
                 true
             }
             Ok(Err(_)) => {
@@ -208,7 +214,16 @@ impl<'a> Changes<'a> {
         tokio::time::sleep_until(self.retry_at.min(deadline)).await;
     }
 
+    /// When the host stopped answering (ms since the epoch), if it has
+    /// not answered since.
+    pub(crate) fn lost_since(&self) -> Option<i64> {
+        self.lost_since
+    }
+
     fn lost(&mut self) {
+        if self.lost_since.is_none() {
+            self.lost_since = Some(chrono::Utc::now().timestamp_millis());
+        }
         if !self.told {
             self.told = true;
             errln!("(lost the connection to the host; still waiting, reconnecting…)");

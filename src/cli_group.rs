@@ -556,19 +556,20 @@ async fn send(
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            let lost = changes.lost_since();
             if as_json {
-                outln!(
-                    "{}",
-                    super::terminal::json(
-                        &json!({"status": "timeout", "room": room, "session": session, "seq": seq, "nonce": key})
-                    )
-                );
+                let mut v = json!({"status": "timeout", "room": room, "session": session, "seq": seq, "nonce": key});
+                if let Some(at) = lost {
+                    v["host_unreachable_since"] = json!(at);
+                }
+                outln!("{}", super::terminal::json(&v));
             } else {
                 errln!(
-                    "the discussion did not end within {} s; your message is saved (#{seq}); see \
+                    "the discussion did not end within {} s{}; your message is saved (#{seq}); see \
                      `botfleet group transcript {room}`, or wait again with `botfleet group send \
                      {room} TEXT --nonce {key}` (the same text)",
-                    timeout.as_secs()
+                    timeout.as_secs(),
+                    super::outcome::unreachable_since(lost)
                 );
             }
             return Ok(ExitCode::from(super::exit::TIMEOUT));

@@ -160,6 +160,17 @@ pub(super) fn paused(pause: &Paused<'_>, session: &str, seq: i64, as_json: bool)
     ExitCode::from(exit::TIMEOUT)
 }
 
+/// What a wait that ended unanswered adds when the host stopped answering
+/// at `lost` (ms) and never came back: since when, and to check it runs
+/// ("" while it answered). A bare "no reply within 360 s" of a host that
+/// had died read as a slow bot (QA).
+pub(super) fn unreachable_since(lost: Option<i64>) -> String {
+    let Some(at) = lost.and_then(super::terminal::minute_utc) else {
+        return String::new();
+    };
+    format!(", and the host has not answered since {at} (is `botfleet run` still running?)")
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

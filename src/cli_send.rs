@@ -333,19 +333,21 @@ pub(super) async fn send(
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            let lost = changes.lost_since();
             if as_json {
-                outln!(
-                    "{}",
-                    super::terminal::json(
-                        &json!({"status": "timeout", "session": session, "seq": seq, "nonce": key})
-                    )
-                );
+                let mut v =
+                    json!({"status": "timeout", "session": session, "seq": seq, "nonce": key});
+                if let Some(at) = lost {
+                    v["host_unreachable_since"] = json!(at);
+                }
+                outln!("{}", super::terminal::json(&v));
             } else {
                 errln!(
-                    "no reply within {} s; your message is saved (seq {seq}); see `botfleet \
+                    "no reply within {} s{}; your message is saved (seq {seq}); see `botfleet \
                      transcript {bot}`, or wait again with `botfleet send {bot} TEXT --nonce \
                      {key}` (the same text)",
-                    timeout.as_secs()
+                    timeout.as_secs(),
+                    super::outcome::unreachable_since(lost)
                 );
             }
             return Ok(ExitCode::from(exit::TIMEOUT));

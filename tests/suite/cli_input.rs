@@ -711,3 +711,52 @@ fn group_create_members_as_separate_words_say_the_form_to_use() {
         "{err}"
     );
 }
+
+/// `send` whose host dies after taking the message: at its timeout it
+/// says the host has not answered since it went (QA: "no reply within
+/// 360 s", read as a slow bot); `--json` gives when, as
+/// `host_unreachable_since`.
+#[tokio::test]
+async fn a_send_whose_host_died_says_so_at_its_timeout() {
+    let fleet = fleet();
+    let path = fleet.write();
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &fleet.path().join("host.log")).await;
+    let url = host.url.clone();
+    // the message is in, under a key the CLI then sends it with: it says
+    // so as soon as the host answers, and the host goes after that
+    let key = "died-while-waiting";
+    let client = botfleet::client::Client::new(&url, TOKEN).unwrap();
+    let (status, sent) = client.send_message("r", "slow please", key).await.unwrap();
+    assert_eq!(status.as_u16(), 202, "{sent}");
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["send", "r", "slow please", "--nonce", key, "--timeout", "6"])
+        .args(["--host", &url, "--token", TOKEN])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    while let Some(line) = stderr.next_line().await.unwrap() {
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains("already sent with this key") {
+            break;
+        }
+    }
+    assert!(said.contains("already sent with this key"), "{said}");
+    host.kill9().await;
+    while let Some(line) = stderr.next_line().await.unwrap() {
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert!(
+        said.contains("no reply within 6 s, and the host has not answered since ")
+            && said.contains("(is `botfleet run` still running?); your message is saved"),
+        "{said}"
+    );
+}
