@@ -80,60 +80,20 @@ fn a_round_with_failed_turns_is_not_called_silent() {
     assert_eq!(run.end().unwrap().code(), "failed_round");
 }
 
-/// A member whose messages auto-review refused did not pass: a round of
-/// it and a member that did pass is not called a silence, its outcome is
-/// `held`, and it is named; one refused in round 1 that speaks in round 2
-/// spoke. A checkpoint written before `held` existed reads as before.
-#[test]
-fn a_member_review_refused_is_held_not_silent() {
+/// A run of members 0 and 1 whose turns in order were `turns`.
+fn run_of(turns: &[(usize, Turn)]) -> Run {
     let mut run = Run::new(vec![0, 1], Limits::default());
-    for (member, turn) in [(0, Turn::Held), (1, Turn::Skipped)] {
-        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == member));
-        run.record(turn);
+    for (member, turn) in turns {
+        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == *member));
+        run.record(*turn);
     }
-    let Next::Done(end) = run.advance() else {
-        panic!("{run:?}");
-    };
-    assert_eq!(end, End::SilentRound { round: 1 });
-    assert_eq!(run.describe_end(end), "nobody published in round 1");
-    assert_eq!(
-        run.outcomes(),
-        vec![(0, MemberOutcome::Held), (1, MemberOutcome::Passed)]
-    );
-    assert_eq!(run.held(), vec![0]);
-
-    // refused in round 1, spoke in round 2
-    let mut run = Run::new(vec![0, 1], Limits::default());
-    for (member, turn) in [(0, Turn::Held), (1, Turn::Spoke(1)), (0, Turn::Spoke(1))] {
-        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == member));
-        run.record(turn);
-    }
-    assert_eq!(run.outcomes()[0], (0, MemberOutcome::Spoke));
-    assert!(run.held().is_empty());
-
-    // an older checkpoint, without the new fields
-    let mut old = serde_json::to_value(Run::new(vec![0], Limits::default())).unwrap();
-    old.as_object_mut().unwrap().remove("round_held");
-    for slot in old["slots"].as_array_mut().unwrap() {
-        slot.as_object_mut().unwrap().remove("held");
-    }
-    let mut run: Run = serde_json::from_value(old).unwrap();
-    assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
-    run.record(Turn::Skipped);
-    assert_eq!(run.advance(), Next::Done(End::SilentRound { round: 1 }));
+    run
 }
 
-/// A member that published nothing and asked for an approval did not
-/// pass: its outcome is `awaiting_approval`, the round is not a silence,
-/// and the run names it (QA, 2026-12-06: "round 1 passed in silence",
-/// the member `passed`). A checkpoint written before reads as before.
-#[test]
-fn a_member_awaiting_approval_is_not_silent() {
-    let mut run = Run::new(vec![0, 1], Limits::default());
-    for (member, turn) in [(0, Turn::Asked), (1, Turn::Skipped)] {
-        assert!(matches!(run.advance(), Next::Run { member: m, .. } if m == member));
-        run.record(turn);
-    }
+/// Member 0's `turn` then member 1's pass: the round is not a silence,
+/// member 0's outcome is `outcome`.
+fn not_silent(turn: Turn, outcome: MemberOutcome) -> Run {
+    let mut run = run_of(&[(0, turn), (1, Turn::Skipped)]);
     let Next::Done(end) = run.advance() else {
         panic!("{run:?}");
     };
@@ -141,22 +101,18 @@ fn a_member_awaiting_approval_is_not_silent() {
     assert_eq!(run.describe_end(end), "nobody published in round 1");
     assert_eq!(
         run.outcomes(),
-        vec![
-            (0, MemberOutcome::AwaitingApproval),
-            (1, MemberOutcome::Passed)
-        ]
+        vec![(0, outcome), (1, MemberOutcome::Passed)]
     );
-    assert_eq!(run.awaiting_approval(), vec![0]);
-    assert!(run.held().is_empty());
-    assert_eq!(
-        serde_json::to_value(MemberOutcome::AwaitingApproval).unwrap(),
-        serde_json::json!("awaiting_approval")
-    );
+    run
+}
 
+/// A checkpoint written before `round_field` and `slot_field` existed
+/// reads as before: a member that says nothing passes in silence.
+fn older_checkpoint_reads_as_before(round_field: &str, slot_field: &str) {
     let mut old = serde_json::to_value(Run::new(vec![0], Limits::default())).unwrap();
-    old.as_object_mut().unwrap().remove("round_asked");
+    old.as_object_mut().unwrap().remove(round_field);
     for slot in old["slots"].as_array_mut().unwrap() {
-        slot.as_object_mut().unwrap().remove("asked");
+        slot.as_object_mut().unwrap().remove(slot_field);
     }
     let mut run: Run = serde_json::from_value(old).unwrap();
     assert!(matches!(run.advance(), Next::Run { member: 0, .. }));
@@ -166,6 +122,39 @@ fn a_member_awaiting_approval_is_not_silent() {
         run.describe_end(End::SilentRound { round: 1 }),
         "nobody had more to say (round 1 passed in silence)"
     );
+}
+
+/// A member whose messages auto-review refused did not pass: a round of
+/// it and a member that did pass is not called a silence, its outcome is
+/// `held`, and it is named; one refused in round 1 that speaks in round 2
+/// spoke. A checkpoint written before `held` existed reads as before.
+#[test]
+fn a_member_review_refused_is_held_not_silent() {
+    let run = not_silent(Turn::Held, MemberOutcome::Held);
+    assert_eq!(run.held(), vec![0]);
+
+    // refused in round 1, spoke in round 2
+    let run = run_of(&[(0, Turn::Held), (1, Turn::Spoke(1)), (0, Turn::Spoke(1))]);
+    assert_eq!(run.outcomes()[0], (0, MemberOutcome::Spoke));
+    assert!(run.held().is_empty());
+
+    older_checkpoint_reads_as_before("round_held", "held");
+}
+
+/// A member that published nothing and asked for an approval did not
+/// pass: its outcome is `awaiting_approval`, the round is not a silence,
+/// and the run names it (QA, 2026-12-06: "round 1 passed in silence",
+/// the member `passed`). A checkpoint written before reads as before.
+#[test]
+fn a_member_awaiting_approval_is_not_silent() {
+    let run = not_silent(Turn::Asked, MemberOutcome::AwaitingApproval);
+    assert_eq!(run.awaiting_approval(), vec![0]);
+    assert!(run.held().is_empty());
+    assert_eq!(
+        serde_json::to_value(MemberOutcome::AwaitingApproval).unwrap(),
+        serde_json::json!("awaiting_approval")
+    );
+    older_checkpoint_reads_as_before("round_asked", "asked");
 }
 
 /// A member that could take no turn (removed from the config) ran none:
