@@ -1,6 +1,7 @@
-//! A message the host refuses on the web page (here: longer than
-//! `host.max_text_chars`) offers Edit beside Retry and Discard: its text
+//! A message the host refuses on the web page for what it is (here:
+//! longer than `host.max_text_chars`) offers Edit and Discard: its text
 //! goes back in the message box as written, to change and send again.
+//! Not Retry: sent again as it is, it is refused again (QA, 2026-12-06).
 //!
 //! (Before, the refused bubble offered Retry, which sent the same text to
 //! the same refusal, and Discard, which lost it: the person was told to
@@ -38,7 +39,7 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
             json!([]),
         )
         .await;
-    assert_eq!(buttons, json!(["Retry", "Edit", "Discard"]));
+    assert_eq!(buttons, json!(["Edit", "Discard"]));
     // the refusal is in a live region: a screen reader says it (QA: the
     // outbox was silent)
     let live = browser
@@ -48,7 +49,7 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
         )
         .await;
     assert_eq!(live, json!("polite"));
-    browser.click(".outbox .unsent button:nth-of-type(2)").await;
+    browser.click(".outbox .unsent button:nth-of-type(1)").await;
     // back in the box as the person wrote it (the send trimmed its end),
     // and the refused bubble is gone
     let shown = browser
@@ -66,20 +67,14 @@ async fn a_refused_message_goes_back_in_the_box_with_edit() {
         .wait_text(".detail .log", "echo: the short version")
         .await;
 
-    // refused again after Retry, the focus is on the bubble's state, and
-    // after Discard on the conversation: never on the page's body, where
-    // keyboard users start over (the pressed button was taken away)
+    // after Discard the focus is on the conversation: never on the page's
+    // body, where keyboard users start over (the pressed button was taken
+    // away)
     submit(&browser, &long).await;
     browser
         .wait_text(".outbox .unsent", "the limit is 100")
         .await;
-    browser.click(".outbox .unsent button:nth-of-type(1)").await;
-    let focused = "const a = document.activeElement;                    return document.querySelector('.outbox .unsent') && a !== document.body ? a.textContent : null";
-    let at = browser
-        .wait_js("refused again, focused", focused, json!([]))
-        .await;
-    assert_eq!(at, json!("Not sent"));
-    browser.click(".outbox .unsent button:nth-of-type(3)").await;
+    browser.click(".outbox .unsent button:nth-of-type(2)").await;
     let at = browser
         .wait_js(
             "discarded",

@@ -215,44 +215,6 @@ steps = [ { tool = "SendMessage", args = { text = "echo: {{inputs}}" } } ]
     ui_page::finish(browser, host).await;
 }
 
-/// A message the host refuses for what it is (longer than
-/// `host.max_text_chars`) offers Edit and Discard, not Retry: sent again
-/// as it is, it is refused again. (Retry was offered, and failed the same
-/// way every time: QA.)
-#[tokio::test]
-async fn a_message_refused_as_too_long_offers_edit_not_retry() {
-    let fleet = fleet_with_r(SCRIPT).host("max_text_chars = 100");
-    let Some((browser, host)) = ui_page::start(fleet).await else {
-        return;
-    };
-    ui_page::open_dm(&browser, &host, "r").await;
-    browser.find("#conn.live").await;
-    let long = "word ".repeat(30);
-    browser
-        .type_in(".composer textarea", &format!("{long}{ENTER}"))
-        .await;
-    browser
-        .wait_text(".outbox li.unsent", "the limit is 100")
-        .await;
-    let buttons = browser
-        .js(
-            "return [...document.querySelectorAll('.outbox li button')].map((b) => b.textContent)",
-            json!([]),
-        )
-        .await;
-    assert_eq!(buttons, json!(["Edit", "Discard"]));
-    browser.click(".outbox li button").await;
-    outbox_empty(&browser).await;
-    let typed = browser
-        .js(
-            "return document.querySelector('.composer textarea').value",
-            json!([]),
-        )
-        .await;
-    assert_eq!(typed.as_str().map(str::trim_end), Some(long.trim_end()));
-    ui_page::finish(browser, host).await;
-}
-
 /// A link to an entry past the end of the conversation (`?seq=99999`)
 /// shows the newest page and says there is no such message. (It showed
 /// "Show earlier messages" above "No messages yet", and no way to the
