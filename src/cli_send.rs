@@ -44,7 +44,9 @@ Exit status:
 With --json, stdout holds one JSON object in cases 0, 1 and 3-5 (none for 2 or 130): the turn \
 (for 3 and 4 with \"notice\", what stderr would say, and \"retry_turn\" and \"retry_command\" \
 when a retry can help; stderr stays silent), {\"status\": \"timeout\", ...}, {\"status\": \"paused\", \"notice\", \"paused_until\", ...}, the host's \
-refusal ({\"status\": \"conflict\", ...}) or {\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}}.";
+refusal of the key as it answers it ({\"status\": \"conflict\", ...} for a --nonce reused with other text, \
+{\"status\": \"unknown\", ...} for one it cannot check) or {\"status\": \"error\", \"error\": {\"message\", \"http_status\"?}} \
+for any other refusal (a 409 for a removed bot or a closed room included).";
 
 /// The host's answer to a message: `accepted` or `duplicate`, with its
 /// session and seq.
