@@ -46,15 +46,10 @@ pub(super) fn parse_timestamp(text: &str) -> Result<i64, ApiError> {
 /// as the docs spell it and what to send in it (it said only "the
 /// x-botfleet-delivery header is not ASCII text": QA).
 pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ApiError> {
-    // named as the docs spell it, sent twice too (QA: `x-botfleet-delivery`)
-    single_header(headers, name)
-        .map_err(|_| {
-            ApiError::BadRequest(format!(
-                "the {} header is sent {} times, so the request is ambiguous; send it once",
-                spelled(name),
-                headers.get_all(name).iter().count()
-            ))
-        })?
+    // looked up as the docs spell it (a header map's names are not case
+    // sensitive), so a refusal of it sent twice names it so too (QA:
+    // `x-botfleet-delivery`)
+    single_header(headers, &spelled(name))?
         .map(|v| {
             v.to_str().map_err(|_| {
                 ApiError::BadRequest(format!(
