@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestHost;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
 
@@ -46,6 +47,20 @@ async fn sends_get_no_answer(browser: &Browser) {
             json!([]),
         )
         .await;
+}
+
+/// The browser on alice's DM with `r`, live, whose sends from now on get
+/// no answer, and `text` sent there: its bubble waits unconfirmed.
+async fn with_unconfirmed(text: &str) -> Option<(Browser, TestHost)> {
+    let (browser, host) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await?;
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.find("#conn.live").await;
+    sends_get_no_answer(&browser).await;
+    browser
+        .type_in(".detail .composer textarea", &format!("{text}{ENTER}"))
+        .await;
+    browser.wait_text(".outbox", text).await;
+    Some((browser, host))
 }
 
 #[tokio::test]
@@ -94,22 +109,10 @@ async fn a_link_opened_with_a_changed_token_opens_after_signing_in_again() {
 /// 2026-12-04.)
 #[tokio::test]
 async fn a_message_unconfirmed_when_the_token_is_refused_is_named_at_sign_in() {
-    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+    // the page's sends get no answer
+    let Some((browser, host)) = with_unconfirmed("kept while the host was away").await else {
         return;
     };
-    ui_page::open_dm(&browser, &host, "r").await;
-    browser.find("#conn.live").await;
-    // the page's sends get no answer
-    sends_get_no_answer(&browser).await;
-    browser
-        .type_in(
-            ".detail .composer textarea",
-            &format!("kept while the host was away{ENTER}"),
-        )
-        .await;
-    browser
-        .wait_text(".outbox", "kept while the host was away")
-        .await;
     // then every request is refused, the page's own reads first
     refuse_every_request(&browser).await;
     browser
@@ -245,19 +248,9 @@ async fn a_refusal_in_another_tab_names_this_tabs_unsent_text() {
 /// word).
 #[tokio::test]
 async fn log_out_asks_first_when_it_would_drop_what_was_written() {
-    let Some((browser, host)) = ui_page::start(ui_page::fleet_with_r(SCRIPT)).await else {
+    let Some((browser, host)) = with_unconfirmed("not confirmed yet").await else {
         return;
     };
-    ui_page::open_dm(&browser, &host, "r").await;
-    browser.find("#conn.live").await;
-    sends_get_no_answer(&browser).await;
-    browser
-        .type_in(
-            ".detail .composer textarea",
-            &format!("not confirmed yet{ENTER}"),
-        )
-        .await;
-    browser.wait_text(".outbox", "not confirmed yet").await;
     browser
         .type_in(".detail .composer textarea", "half a thought")
         .await;
