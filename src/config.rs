@@ -263,8 +263,9 @@ pub struct BotConfig {
     pub owner: String,
     /// Provider name.
     pub provider: String,
-    /// Allowed tools.
-    #[serde(default)]
+    /// Allowed tools. Required (docs/operations.md): a missing key is
+    /// refused as the other required fields are, naming it, rather than
+    /// read as an empty list and refused for lacking SendMessage (QA).
     pub tools: Vec<String>,
     /// Projects the bot joined: it reads and writes their shared memory
     /// (`project:<name>` scopes). Names follow the id rules.
