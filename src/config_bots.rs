@@ -67,8 +67,11 @@ impl LoadedFleet {
         Ok(())
     }
 
-    /// Checks `[[bots]]`, then that the fleet has users and bots.
+    /// Checks that the fleet has users and bots, then `[[bots]]`: a file
+    /// with no `[[users]]` is told so, not that its first bot's owner is
+    /// undefined (QA).
     pub(super) fn validate_bots(&self) -> Result<(), ConfigError> {
+        self.validate_not_empty()?;
         let f = &self.file;
         let mut seen_bots = HashSet::new();
         // each bot's id in ASCII lowercase → where it was first listed
@@ -183,7 +186,7 @@ impl LoadedFleet {
             }
             self.validate_tools(&key, b)?;
         }
-        self.validate_not_empty()
+        Ok(())
     }
 
     /// `{key}.name`: no earlier bot that a person can address along with

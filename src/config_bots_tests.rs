@@ -19,6 +19,20 @@ fn a_fleet_without_users_or_bots_is_refused() {
             "{text:?}: {e}"
         );
     }
+    // bots but no `[[users]]` at all: the missing users are the fault,
+    // not the first bot's owner (QA: "user \"alice\" is not defined")
+    let users_at = ISSUE_EXAMPLE.find("[[users]]").unwrap();
+    let providers_at = ISSUE_EXAMPLE.find("[providers.main]").unwrap();
+    let no_users = format!(
+        "{}{}",
+        &ISSUE_EXAMPLE[..users_at],
+        &ISSUE_EXAMPLE[providers_at..]
+    );
+    let e = err(&no_users);
+    assert!(
+        e.contains("key `users`") && e.contains("nobody could sign in"),
+        "{e}"
+    );
     let bots_at = ISSUE_EXAMPLE.find("[[bots]]").unwrap();
     let e = err(&ISSUE_EXAMPLE[..bots_at]);
     assert!(
