@@ -58,9 +58,60 @@ fn duplicate(text: &str, span: &Range<usize>) -> Option<String> {
             "key `{header}`: the table [{header}] is given twice; merge the two into one"
         ));
     }
+    let dotted = match table_at(&text[..start]) {
+        Some(table) => format!("{table}.{key}"),
+        None => key.to_owned(),
+    };
     Some(format!(
-        "key `{key}`: it is set twice in the same table; keep one"
+        "key `{dotted}`: it is set twice in the same table; keep one"
     ))
+}
+
+/// The dotted key (`host`, `bots[1]`, `bots[1].routines[0]`) of the table
+/// the last header of `before` opens, counting each array of tables'
+/// entries as the document's keys do; `None` before any header (the
+/// root table). Read from the lines, since a document with a key set
+/// twice does not parse (QA: `key `data_dir`` named no table).
+fn table_at(before: &str) -> Option<String> {
+    // each array of tables' full name → its entries so far
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    let mut last: Option<String> = None;
+    for line in before.lines().map(str::trim) {
+        let (array, name) = if let Some(rest) = line.strip_prefix("[[") {
+            (true, rest.split("]]").next().unwrap_or(rest))
+        } else if let Some(rest) = line.strip_prefix('[') {
+            (false, rest.split(']').next().unwrap_or(rest))
+        } else {
+            continue;
+        };
+        let name: String = name
+            .split('.')
+            .map(|s| s.trim().trim_matches('"'))
+            .collect::<Vec<_>>()
+            .join(".");
+        if array {
+            // a new entry starts its own nested arrays afresh
+            let nested = format!("{name}.");
+            counts.retain(|k, _| !k.starts_with(&nested));
+            *counts.entry(name.clone()).or_default() += 1;
+        }
+        last = Some(name);
+    }
+    let last = last?;
+    let mut dotted = String::new();
+    let mut prefix = String::new();
+    for segment in last.split('.') {
+        if !prefix.is_empty() {
+            prefix.push('.');
+            dotted.push('.');
+        }
+        prefix.push_str(segment);
+        dotted.push_str(segment);
+        if let Some(n) = counts.get(&prefix) {
+            dotted.push_str(&format!("[{}]", n.saturating_sub(1)));
+        }
+    }
+    Some(dotted)
 }
 
 /// The dotted key (`bots[1].tools[0]`) of the deepest key or value of

@@ -655,7 +655,16 @@ fn a_table_or_key_given_twice_is_named() {
         "listen = \"127.0.0.1:7878\"\nlisten = \"127.0.0.1:9\"",
     ));
     assert!(
-        e.contains("key `listen`: it is set twice in the same table; keep one"),
+        e.contains("key `host.listen`: it is set twice in the same table; keep one"),
+        "{e}"
+    );
+    // the dotted key an array of tables' entry has (QA: only `tools`)
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[[bots]]\nid = \"b2\"\n\n[[bots.routines]]\nname = \"a\"\n\n\
+         [[bots.routines]]\nname = \"b\"\nname = \"c\"\n"
+    ));
+    assert!(
+        e.contains("key `bots[1].routines[1].name`: it is set twice"),
         "{e}"
     );
 }
