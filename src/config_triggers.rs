@@ -160,6 +160,21 @@ impl LoadedFleet {
                     format!("hook {:?} is defined twice for this bot", h.name),
                 ));
             }
+            // as routines are (QA: `gh` and `GH` were two hooks, with two
+            // URLs and sessions people read as one name)
+            if let Some(o) = b.hooks[..j]
+                .iter()
+                .find(|o| o.name.eq_ignore_ascii_case(&h.name))
+            {
+                return Err(self.invalid(
+                    format!("{key}.name"),
+                    format!(
+                        "hook {:?} differs from this bot's hook {:?} only in case: two \
+                         names people read as one; rename one of them",
+                        h.name, o.name
+                    ),
+                ));
+            }
             match (&h.secret, &h.secret_env) {
                 (Some(_), Some(_)) => {
                     return Err(self.invalid(
@@ -299,6 +314,22 @@ mod tests {
                 && e.contains(
                     "routine \"TICK\" differs from this bot's routine \"tick\" only in case"
                 ),
+            "{e}"
+        );
+        // two hooks whose names differ only in case, as routines (QA:
+        // both taken, two URLs)
+        let twins = format!(
+            "{ISSUE_EXAMPLE}{}",
+            [("gh", "0123456789abcdef-1"), ("GH", "0123456789abcdef-2")]
+                .map(|(n, secret)| format!(
+                    "[[bots.hooks]]\nname = \"{n}\"\nsecret = \"{secret}\"\n"
+                ))
+                .concat()
+        );
+        let e = err(&twins);
+        assert!(
+            e.contains("bots[0].hooks[1].name")
+                && e.contains("hook \"GH\" differs from this bot's hook \"gh\" only in case"),
             "{e}"
         );
         // a negative rate names the range, not the Rust type (QA: it
