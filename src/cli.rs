@@ -106,7 +106,7 @@ pub enum Command {
         #[arg(long, value_parser = args::listen_address)]
         listen: Option<String>,
     },
-    /// Check a fleet file and print what it defines.
+    /// Check a fleet file: print how many users, providers and bots it defines, or what is wrong.
     #[command(arg = not_for_host_commands("host"), arg = not_for_host_commands("token"))]
     CheckConfig {
         /// Fleet file (default as for `run`).
