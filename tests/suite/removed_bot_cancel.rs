@@ -188,3 +188,50 @@ async fn a_bot_removed_with_a_bots_message_in_its_queue_tells_the_asker() {
     the_asker_hears(&host, &maker_dm).await;
     host.shutdown().await;
 }
+
+/// Removed while its turn worked on one of another bot's messages and a
+/// second one from the same conversation waited in its queue: the asker
+/// is told once for that conversation (QA: the cancelled turn and the
+/// queue each told it, quoting another message, and it ran two turns).
+#[tokio::test]
+async fn a_bot_removed_with_a_bots_messages_in_its_turn_and_queue_tells_the_asker_once() {
+    let host = with_helper().await;
+    let (maker_dm, end) = host.end_turn("maker", "ask helper to ponder").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    host.wait_running("helper").await;
+    // the same conversation asks again while helper works on the first
+    let (_, end) = host.end_turn("maker", "ask helper once more").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    wait_listed(&host, "helper", |b| b["queued"] == 1).await;
+
+    remove_helper(&host).await;
+    the_asker_hears(&host, &maker_dm).await;
+    // both ways of telling have run: helper's turn has ended, and maker
+    // has nothing left to do
+    wait_listed(&host, "helper", |b| b["running_turn"].is_null()).await;
+    wait_listed(&host, "maker", |b| {
+        b["running_turn"].is_null() && b["queued"] == 0
+    })
+    .await;
+    let entries = host.entries(&maker_dm).await;
+    let told = entries
+        .iter()
+        .filter(|e| e["kind"] == "event" && e["origin"] == "bot_removed:helper")
+        .count();
+    assert_eq!(told, 1, "{entries:#?}");
+    host.shutdown().await;
+}
+
+/// Waits until `bot`'s entry of the bot list (`GET /v1/bots`) is as
+/// `ready` wants it.
+async fn wait_listed(host: &TestHost, bot: &str, ready: impl Fn(&Value) -> bool) {
+    host.wait_get("/v1/bots", |list| {
+        list["bots"]
+            .as_array()?
+            .iter()
+            .find(|b| b["id"] == bot)
+            .filter(|b| ready(b))
+            .cloned()
+    })
+    .await;
+}

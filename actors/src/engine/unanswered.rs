@@ -45,9 +45,12 @@ pub(crate) enum Removal {
 /// entry, and for a sender that is gone, removed too, or another user's
 /// (bots message only their owner's bots).
 ///
-/// Its nonce is the question's entry id, whichever path finds it (the
-/// cancelled turn's end or the removal's read of the queue), so the
-/// ledger admits it once.
+/// Its nonce names the removal (the bot and when it was removed), the
+/// asker and the conversation the notice goes to, whichever path finds
+/// the question (the cancelled turn's end or the removal's read of the
+/// queue), so the ledger admits one notice per asking conversation: the
+/// turn's newest input and the queue's newest message were told apart
+/// (QA: two notices for one conversation, each quoting another message).
 pub(crate) async fn removal_notice(
     store: &Store,
     removed: &BotRecord,
@@ -89,15 +92,17 @@ pub(crate) async fn removal_notice(
             ("asked", &botfleet_memory::quote_short(text)),
         ])
         .unwrap_or_default();
-    let question_id = question.id.to_string();
+    let removed_at = removed.removed_at().unwrap_or_default().to_string();
+    let told = key.id().to_string();
     Ok(Some(AdmitRequest {
         source: format!("bot:{}", removed.id),
-        nonce: format!("removed:{question_id}"),
+        nonce: format!("removed:{removed_at}:{told}"),
         nonce_time_ms: None,
         digest: InputDigest::of_parts([
             b"bot_removed".as_slice(),
             asker.id.as_str().as_bytes(),
-            question_id.as_bytes(),
+            removed_at.as_bytes(),
+            told.as_bytes(),
         ]),
         entry: NewEntry {
             id: EntryId::new_v7(),
