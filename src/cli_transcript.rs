@@ -245,8 +245,11 @@ pub(super) async fn with_bot(
     };
     // what the bot answered with SendToAgent (as the message it gets
     // asks it to) is a step of its own, which `lines` shows only with
-    // `--all`: printed as a message (QA: only the other bot's side showed)
-    let answers = |e: &Value| {
+    // `--all`: printed as a message (QA: only the other bot's side showed);
+    // a call refused (its result an error: a spent hop budget, an unknown
+    // agent) sent nothing, and is neither printed nor counted by `--last`
+    // (QA: it read as a message the other bot got)
+    let answers = |e: &Value, refused: &dyn Fn(&str) -> bool| {
         if all {
             return Vec::new();
         }
@@ -254,7 +257,8 @@ pub(super) async fn with_bot(
         let seq = e["seq"].as_i64().unwrap_or(0);
         sent_to_agents(e)
             .into_iter()
-            .map(|(to, text)| {
+            .filter(|(id, _, _)| !refused(id))
+            .map(|(_, to, text)| {
                 if as_json {
                     terminal::json(e)
                 } else {
@@ -264,26 +268,46 @@ pub(super) async fn with_bot(
             .take(if as_json { 1 } else { usize::MAX })
             .collect::<Vec<_>>()
     };
-    let shown = |e: &Value| !lines(e, all, as_json).is_empty() || !answers(e).is_empty();
-    for e in read(client, &session, last_seq, last, shown).await? {
-        for line in lines(&e, all, as_json).into_iter().chain(answers(&e)) {
+    let shown = |e: &Value, read: &[Value]| {
+        !lines(e, all, as_json).is_empty() || !answers(e, &|id| refused_in(read, id)).is_empty()
+    };
+    // with the calls' results, which say whether each was refused
+    let entries = match last {
+        None => client.entries_after(&session, 0).await?,
+        Some(n) => last_read(client, &session, last_seq, n, shown).await?,
+    };
+    let refused = refused_calls(&entries);
+    for e in &entries {
+        let sent = answers(e, &|id| refused.contains(id));
+        for line in lines(e, all, as_json).into_iter().chain(sent) {
             outln!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The messages an `assistant` entry sent with SendToAgent: (the agent
-/// as the call named it, the text), in call order.
-fn sent_to_agents(e: &Value) -> Vec<(String, String)> {
+/// The messages an `assistant` entry sent with SendToAgent: (the call's
+/// id, the agent as the call named it, the text), in call order.
+fn sent_to_agents(e: &Value) -> Vec<(&str, String, String)> {
     calls_of(e, "SendToAgent")
         .into_iter()
-        .filter_map(|(_, args)| {
+        .filter_map(|(id, args)| {
             Some((
+                id,
                 args["agent"].as_str()?.to_owned(),
                 args["text"].as_str()?.to_owned(),
             ))
         })
+        .collect()
+}
+
+/// The ids of the calls whose results in `entries` are errors: refused,
+/// they sent or delivered nothing.
+fn refused_calls(entries: &[Value]) -> HashSet<&str> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["is_error"] == true)
+        .filter_map(|e| e["call_id"].as_str())
         .collect()
 }
 
@@ -380,11 +404,7 @@ pub(super) async fn runs(
         None => client.entries_after(&session, 0).await?,
         Some(n) => last_read(client, &session, last_seq, n, shown).await?,
     };
-    let refused: HashSet<&str> = entries
-        .iter()
-        .filter(|e| e["kind"] == "tool_result" && e["is_error"] == true)
-        .filter_map(|e| e["call_id"].as_str())
-        .collect();
+    let refused = refused_calls(&entries);
     // whose conversation each call delivered to, as its result says: the
     // bot's owner then, who may not be the reader (fleet.toml gave the bot
     // to another user since: its runs came along, QA 2026-12-05)

@@ -433,3 +433,67 @@ steps = [ { text = "noted" } ]
     assert!(out.contains("▸ r: pong from a"), "{out}");
     host.shutdown().await;
 }
+
+/// `--with` prints what a bot answered another with SendToAgent; a call
+/// refused (an unknown agent here, a spent hop budget in QA's run) sent
+/// nothing and is neither printed nor counted by `--last` (QA: it read
+/// like a message the other bot got).
+#[tokio::test]
+async fn transcript_with_leaves_out_refused_send_to_agent() {
+    let script = r#"
+[[rule]]
+bot = "r"
+match = "^ask"
+steps = [
+  { tool = "SendToAgent", args = { agent = "a", text = "the question" } },
+  { tool = "SendMessage", args = { text = "asked" } },
+]
+
+[[rule]]
+bot = "a"
+match = "the question"
+steps = [
+  { tool = "SendToAgent", args = { agent = "r", text = "the real answer" } },
+  { tool = "SendToAgent", args = { agent = "ghost", text = "words nobody got" } },
+  { text = "done" },
+]
+
+[[rule]]
+steps = [ { text = "fine" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", &["SendMessage", "SendToAgent"])
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .start()
+        .await;
+    let (dm, end) = host.end_turn("r", "ask a").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    // a's refused call, then r woken by the answer
+    host.wait_for(&dm, |es| {
+        es.iter()
+            .find(|e| e["kind"] == "agent_message" && e["text"] == "the real answer")
+            .cloned()
+    })
+    .await;
+    let (_, out, err) = cli(
+        &["transcript", "a", "--with", "r", "--all"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert!(
+        out.contains("words nobody got"),
+        "the call was made: {out}{err}"
+    );
+    for args in [
+        &["transcript", "a", "--with", "r"][..],
+        &["transcript", "a", "--with", "r", "--last", "1"],
+    ] {
+        let (code, out, err) = cli(args, &host.url, TOKEN).await;
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.contains("a ▸ r: the real answer"), "{args:?}: {out}");
+        assert!(!out.contains("words nobody got"), "{args:?}: {out}");
+    }
+    host.shutdown().await;
+}
