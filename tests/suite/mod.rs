@@ -139,6 +139,7 @@ mod openai_spent;
 mod openai_stream_rejections;
 mod openai_turn_faults;
 mod openai_unfinished;
+mod openai_unframed;
 mod openai_usage_bounds;
 mod ops_faults;
 mod ops_start_checks;

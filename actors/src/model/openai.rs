@@ -134,6 +134,7 @@ use body::error_chain;
 use body::finished;
 use body::forward;
 use body::forward_whole;
+use body::framed_body;
 use body::looks_like_sse;
 use body::next_chunk;
 use body::too_large;
@@ -515,6 +516,10 @@ impl OpenAiModel {
         // 2026-12-05: a finished answer followed by a heartbeat every 2 s
         // was held to `call_timeout_s`, then failed, its reply lost)
         let mut end_by: Option<Instant> = None;
+        // whether the body's end is the server's word (a chunked body's
+        // last chunk, a length, HTTP/2's end of stream) rather than a
+        // closed connection, which a cut looks the same as
+        let framed = framed_body(&response);
         // the events of what is read so far (the start of the body, then
         // each piece) before the next piece is read
         loop {
@@ -567,10 +572,24 @@ impl OpenAiModel {
             };
             let bytes = match next_chunk(&mut response, cancel, until).await {
                 Ok(Some(bytes)) => bytes,
-                // The finish reason came; at most the usage chunk and
-                // `[DONE]` are missing.
-                Ok(None) if assembler.has_finished() => {
+                // The finish reason came, and the server ended its body:
+                // at most the usage chunk and `[DONE]` are missing.
+                Ok(None) if framed && assembler.has_finished() => {
                     return finished(assembler, &self.options);
+                }
+                // A body that ends only by the connection's close: its
+                // end may be a cut, and is taken as a break is (QA: a
+                // gateway's finish reason on every chunk, then a clean
+                // close mid-answer, was used as the whole answer).
+                Ok(None) if !framed && assembler.break_loses_only_the_end() => {
+                    return finished(assembler, &self.options);
+                }
+                Ok(None) if !framed && assembler.has_finished() => {
+                    return Err(Failure::Broken {
+                        detail: "the connection closed before [DONE], and the answer may be cut: \
+                                 its finish reason came on chunks the answer went on past"
+                            .to_owned(),
+                    });
                 }
                 Err(Failure::Broken { detail })
                     if detail == advice::STALLED && assembler.has_finished() =>

@@ -131,6 +131,23 @@ pub(super) async fn next_chunk(
     }
 }
 
+/// Whether `response`'s body ends by the server's word: HTTP/2 (the
+/// stream's end), a `Content-Length`, or HTTP/1.1 chunks (the last, empty
+/// one). Otherwise only the connection's close ends it (RFC 9112 §6.3),
+/// and a cut connection ends it the same way.
+pub(super) fn framed_body(response: &reqwest::Response) -> bool {
+    use reqwest::header::CONTENT_LENGTH;
+    use reqwest::header::TRANSFER_ENCODING;
+    let headers = response.headers();
+    response.version() >= reqwest::Version::HTTP_2
+        || headers.contains_key(CONTENT_LENGTH)
+        || headers
+            .get_all(TRANSFER_ENCODING)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.to_ascii_lowercase().contains("chunked"))
+}
+
 /// The answer passed `max_response_bytes`; not retried.
 pub(super) fn too_large(limit: usize) -> Failure {
     Failure::Final(ModelError::TooLarge { limit })
