@@ -75,3 +75,27 @@ async fn an_answer_past_max_response_bytes_counts_what_it_streamed() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// The same runaway in what is never shown: a call's arguments, or a
+/// thinking model's reasoning, past `max_response_bytes` (QA: both counted
+/// nothing, no usage and no daily budget, though the text-only one did).
+#[tokio::test]
+async fn a_runaway_of_arguments_or_reasoning_counts_what_it_streamed() {
+    let arguments = serde_json::json!({ "text": words(1000) }).to_string();
+    for (what, reply) in [
+        (
+            "arguments",
+            Reply::tool_call("c1", "SendMessage", &arguments),
+        ),
+        ("reasoning", Reply::text("done").reasoning(words(1000))),
+    ] {
+        let server = OpenAiServer::builder().reply(reply).start().await;
+        let (host, end) = one_turn(&server, "max_retries = 0\nmax_response_bytes = 1024").await;
+        assert_eq!(end["status"], "failed", "{what}: {end}");
+        let (calls, completion) = usage_of(&end);
+        assert_eq!(calls, 1, "{what}: {end}");
+        assert!(completion >= 150, "{what}: {end}");
+        host.shutdown().await;
+        server.shutdown().await;
+    }
+}

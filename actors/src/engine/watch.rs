@@ -13,7 +13,9 @@ pub(crate) struct LoopSink {
     detector: LoopDetector,
     /// What looped, once it did.
     pub(crate) tripped: Option<String>,
-    /// The text of the attempt being streamed.
+    /// What the attempt being streamed made: its text, and its calls and
+    /// reasoning ([`StreamSink::on_unshown`]), which the loop detector
+    /// does not watch.
     received: String,
     /// The texts of the attempts the provider sent again after they broke
     /// off (those that had streamed any): the server made them, and they
@@ -62,6 +64,10 @@ impl StreamSink for LoopSink {
                 }
             }
         }
+    }
+
+    fn on_unshown(&mut self, piece: &str) {
+        self.received.push_str(piece);
     }
 
     /// The provider sends the request again after a broken stream: the

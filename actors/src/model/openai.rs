@@ -534,7 +534,12 @@ impl OpenAiModel {
                     .map_err(|e| not_a_chunk(&marked, &e, chunks > 0, redactor))?;
                 chunks += 1;
                 let usage_only = chunk.is_usage_only();
-                match assembler.apply_chunk(chunk) {
+                let applied = assembler.apply_chunk(chunk);
+                let unshown = assembler.take_unshown();
+                if !unshown.is_empty() {
+                    sink.on_unshown(&unshown);
+                }
+                match applied {
                     Ok(Some(delta)) => forward(sink, &delta, &assembler)?,
                     Ok(None) => {}
                     Err(error) => return Err(reported(&error, redactor, &self.options)),

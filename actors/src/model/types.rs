@@ -231,6 +231,11 @@ pub trait StreamSink: Send {
     /// Called with each text delta, in order.
     fn on_text(&mut self, delta: &str) -> SinkControl;
 
+    /// Called with what a streamed answer made besides its text (tool
+    /// calls' names and arguments, reasoning, a refusal), in order: never
+    /// shown, but made, and counted if the call then fails.
+    fn on_unshown(&mut self, _piece: &str) {}
+
     /// Called when the provider starts the call over (a stream broke off
     /// and the request is sent again): the text delivered so far is void,
     /// and the deltas that follow are the new answer from its start.

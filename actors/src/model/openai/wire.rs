@@ -266,6 +266,9 @@ pub(super) struct Assembler {
     /// Bytes of text, of the refusal and of tool-call ids, names and
     /// arguments received.
     size: usize,
+    /// What the chunks streamed besides text since it was last taken
+    /// ([`Self::take_unshown`]).
+    unshown: String,
 }
 
 /// Where a call is kept: its wire index (or the place given to a piece
@@ -390,6 +393,10 @@ impl Assembler {
         let text = choice.delta.and_then(|delta| {
             let mut parts = delta.tool_calls.unwrap_or_default();
             parts.extend(delta.function_call.map(legacy_call));
+            self.note_unshown(
+                &parts,
+                [&delta.reasoning_content, &delta.reasoning, &delta.refusal],
+            );
             self.apply_calls(parts);
             self.apply_refusal(delta.refusal);
             self.apply_reasoning(delta.reasoning_content, delta.reasoning);
@@ -406,6 +413,33 @@ impl Assembler {
             self.grew_unfinished |= grew;
         }
         Ok(text)
+    }
+
+    /// Keeps what a chunk streamed besides its text (its calls' names and
+    /// arguments, reasoning, a refusal) for [`Self::take_unshown`].
+    fn note_unshown(&mut self, parts: &[ToolCallPart], pieces: [&Option<String>; 3]) {
+        for function in parts.iter().filter_map(|p| p.function.as_ref()) {
+            if let Some(name) = &function.name {
+                self.unshown.push_str(name);
+            }
+            match &function.arguments {
+                Some(Value::String(piece)) => self.unshown.push_str(piece),
+                Some(other) => self.unshown.push_str(&other.to_string()),
+                None => {}
+            }
+        }
+        for piece in pieces.into_iter().flatten() {
+            self.unshown.push_str(piece);
+        }
+    }
+
+    /// What the chunks applied since the last call streamed besides their
+    /// text, taken: the provider hands it to the sink
+    /// ([`crate::model::StreamSink::on_unshown`]), which counts what an
+    /// answer that then fails had made (QA: a runaway of reasoning or of
+    /// call arguments past `max_response_bytes` counted no tokens).
+    pub(super) fn take_unshown(&mut self) -> String {
+        std::mem::take(&mut self.unshown)
     }
 
     /// Applies a whole completion; same contract as [`Self::apply_chunk`].
