@@ -697,10 +697,10 @@ impl Assembler {
 
 /// Whether `part`, placed in `call`, is the start of another call: its id
 /// differs from the call's, or it names a function once the call's
-/// arguments began under another name (the name comes before the
-/// arguments) or are already a whole JSON object and the piece brings
-/// arguments of its own (a server repeating the name with an empty
-/// piece continues the call).
+/// arguments are a whole JSON object (under another name, or under the
+/// same name with arguments of its own: a server repeating the name with
+/// an empty piece continues the call). A name piece while the arguments
+/// are still unfinished continues the call's name.
 ///
 /// Not a new call: a name for a call that has none yet (a server that
 /// sends the name after the first arguments: the call was split in two,
@@ -730,7 +730,10 @@ fn starts_new_call(call: &PartialCall, part: &ToolCallPart) -> bool {
         return false;
     }
     if name != call.name {
-        return true;
+        // another name once the arguments are whole; before, a name
+        // streamed in pieces with arguments between them (`"SendMess"`
+        // with `{"tex`, then `"age"`: QA, two calls `SendMess` and `age`)
+        return is_whole_object(&call.arguments);
     }
     brings_arguments(part) && is_whole_object(&call.arguments)
 }

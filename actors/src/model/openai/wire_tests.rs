@@ -339,6 +339,30 @@ fn a_name_split_over_deltas_is_joined_and_a_repeated_one_kept_once() {
         piece(json!({"index": 0, "id": "p", "function": {"name": "Ping", "arguments": "}"}})),
     ]);
     assert_eq!(calls_of(repeated), vec![triple("p", "Ping", "{}")]);
+    // the name's second piece after the first arguments (QA: two calls,
+    // `SendMess` and `age`, each "no such tool")
+    let between = assemble(vec![
+        piece(
+            json!({"index": 0, "id": "b", "function": {"name": "SendMess", "arguments": "{\"tex"}}),
+        ),
+        piece(json!({"index": 0, "function": {"name": "age", "arguments": "t\": \"hi\"}"}})),
+    ]);
+    assert_eq!(
+        calls_of(between),
+        vec![triple("b", "SendMessage", r#"{"text": "hi"}"#)]
+    );
+    // another name once the arguments are whole is another call
+    let two = assemble(vec![
+        piece(json!({"index": 0, "id": "t", "function": {"name": "One", "arguments": "{}"}})),
+        piece(json!({"index": 0, "function": {"name": "Two", "arguments": "{}"}})),
+    ]);
+    assert_eq!(
+        calls_of(two)
+            .into_iter()
+            .map(|(_, name, _)| name)
+            .collect::<Vec<_>>(),
+        vec!["One".to_owned(), "Two".to_owned()]
+    );
 }
 
 /// Regression: a `refusal` was dropped, and the turn ended as if the model
