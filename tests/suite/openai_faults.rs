@@ -508,13 +508,44 @@ async fn the_call_deadline_covers_the_retries_and_their_waits() {
     .unwrap();
     let (result, _) = complete(&model, &request("x")).await;
     let error = result.unwrap_err();
-    let ModelError::TimedOut { limit, attempts } = error else {
+    // the retry that would start past the deadline is not waited for:
+    // the call fails with the last attempt's error, which names the
+    // cause (QA: "took longer than 0.4 s" named none)
+    let ModelError::Http {
+        status, attempts, ..
+    } = error
+    else {
         panic!("{error:?}");
     };
-    assert_eq!(limit, Duration::from_millis(400));
+    assert_eq!(status, 503);
     // waits of 75..150 ms: a few attempts, far fewer than 100
     assert!((2..=6).contains(&attempts), "{attempts}");
     assert!(server.request_count() <= attempts as usize);
+    assert!(error.is_retryable());
+}
+
+/// The same for an endpoint that refuses connections: the error names
+/// the refused connection and where, not a time-out (QA: "took longer
+/// than 12 s (5 attempt(s))", advising a higher call_timeout_s).
+#[tokio::test]
+async fn a_refused_endpoint_past_the_call_deadline_says_so() {
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let model = OpenAiModel::new(OpenAiOptions {
+        max_retries: 1000,
+        backoff_base: Duration::from_millis(100),
+        backoff_max: Duration::from_millis(100),
+        call_timeout: Duration::from_millis(400),
+        api_key: Some("sk-test".to_owned()),
+        ..OpenAiOptions::new(url, "m")
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err();
+    assert!(matches!(error, ModelError::Unreachable { .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(!text.contains("took longer"), "{text}");
 }
 
 /// Regression: a body that ended cleanly before the finish reason and
