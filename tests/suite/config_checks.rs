@@ -263,6 +263,24 @@ async fn an_invalid_script_is_refused_by_check_config_and_run() {
             "[[rule]]\nsteps = [ { text = \"x\", chunk = 0 } ]\n",
             "rule 1, step 0: `chunk = 0` is no size",
         ),
+        // (QA: these loaded, and failed only when the rule fired, or
+        // dropped the step's text and call without a word)
+        (
+            "[[rule]]\nname = \"w\"\nsteps = [ { tool = \"Frobnicate\", args = {} } ]\n",
+            "w, step 0: there is no tool \"Frobnicate\"; the tools are ",
+        ),
+        (
+            "[[rule]]\nsteps = [ { calls = [ { tool = \"SendMessage\" }, { tool = \"Wrte\" } ] } ]\n",
+            "rule 1, step 0, calls[1]: there is no tool \"Wrte\"",
+        ),
+        (
+            "[[rule]]\nsteps = [ { tool = \"Shell\", args = \"echo hi\" } ]\n",
+            "rule 1, step 0: `args` of Shell must be a table of its arguments",
+        ),
+        (
+            "[[rule]]\nsteps = [ { fail = \"no\", tool = \"SendMessage\", args = { text = \"x\" } } ]\n",
+            "rule 1, step 0: a step with `fail` fails the call and does nothing else",
+        ),
     ];
     for (script, says) in cases {
         let dir = tempfile::tempdir().unwrap();

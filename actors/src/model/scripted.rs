@@ -141,6 +141,7 @@ impl Script {
         if file.rules.is_empty() {
             return Err(invalid("it has no [[rule]]; add at least one".into()));
         }
+        let known = crate::tools::ToolRegistry::builtin();
         let mut rules = Vec::with_capacity(file.rules.len());
         for (i, r) in file.rules.into_iter().enumerate() {
             let name = r.name.unwrap_or_else(|| format!("rule {}", i + 1));
@@ -164,6 +165,45 @@ impl Script {
                 if step.args.is_some() && step.tool.is_none() {
                     return Err(invalid(format!("{name}, step {k}: `args` needs `tool`")));
                 }
+                // a step that fails says nothing and calls nothing (QA:
+                // its text and call were dropped without a word)
+                if step.fail.is_some()
+                    && (step.text.is_some() || step.tool.is_some() || !step.calls.is_empty())
+                {
+                    return Err(invalid(format!(
+                        "{name}, step {k}: a step with `fail` fails the call and does nothing \
+                         else; move its `text`, `tool` or `calls` to a step of their own"
+                    )));
+                }
+                // a tool no bot has, or arguments that are no table: every
+                // call would be refused, found only when the rule fires (QA)
+                let calls = step.tool.iter().map(|tool| (tool, &step.args, None)).chain(
+                    step.calls
+                        .iter()
+                        .enumerate()
+                        .map(|(j, c)| (&c.tool, &c.args, Some(j))),
+                );
+                for (tool, args, j) in calls {
+                    let at = match j {
+                        Some(j) => format!("{name}, step {k}, calls[{j}]"),
+                        None => format!("{name}, step {k}"),
+                    };
+                    if !known.contains(tool) {
+                        let mut names = known.names();
+                        names.sort_unstable();
+                        return Err(invalid(format!(
+                            "{at}: there is no tool {tool:?}; the tools are {}",
+                            names.join(", ")
+                        )));
+                    }
+                    if args.as_ref().is_some_and(|a| !a.is_object()) {
+                        return Err(invalid(format!(
+                            "{at}: `args` of {tool} must be a table of its arguments \
+                             (`args = {{ command = \"ls\" }}`), not a {}",
+                            json_kind(args.as_ref())
+                        )));
+                    }
+                }
                 // (QA: `repeat = 0` streamed the text once, `chunk = 0`
                 // cut it in pieces of one character)
                 if step.repeat == Some(0) {
@@ -174,7 +214,7 @@ impl Script {
                 }
                 if step.chunk == Some(0) {
                     return Err(invalid(format!(
-                        "{name}, step {k}: `chunk = 0` is no size; give the characters per \
+                        "{name}, step {k}: `chunk = 0` is no size; give the bytes per \
                          streamed piece, 1 or more"
                     )));
                 }
@@ -192,6 +232,18 @@ impl Script {
             source: source.to_owned(),
             rules,
         })
+    }
+}
+
+/// What kind of TOML value `value` was, in words.
+fn json_kind(value: Option<&Value>) -> &'static str {
+    match value {
+        Some(Value::String(_)) => "string",
+        Some(Value::Array(_)) => "list",
+        Some(Value::Number(_)) => "number",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Object(_)) => "table",
+        Some(Value::Null) | None => "nothing",
     }
 }
 
@@ -397,7 +449,7 @@ impl Model for ScriptedModel {
         let Some(step_def) = rule.steps.get(step) else {
             return Ok(ModelResponse::default());
         };
-        tracing::trace!(rule = %rule.name, step, "scripted model step");
+        tracing::debug!(rule = %rule.name, step, "scripted model step");
         let vars = Vars {
             input,
             inputs: user_texts_since_assistant(&request.messages),
