@@ -39,6 +39,7 @@ mod change_feed;
 mod cli;
 mod cli_contract;
 mod cli_first_hour;
+mod cli_group_last;
 mod cli_group_nobody;
 mod cli_input;
 mod cli_new_user;
