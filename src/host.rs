@@ -310,6 +310,21 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // arguments: each bot's results scrubbed of its owner's secrets only
     rt.set_vault(vault.with_isolated_commands(isolated));
     let fleet = FleetHandle::start(rt, bots).await?;
+    // what the start found wrong with the store (its indexer compares it
+    // with the search index and the mirror as it starts): damaged, which
+    // stops the start, or behind what it had committed (QA: a log line
+    // only, `/healthz` ok, and a damaged one took messages it then lost)
+    let health = fleet.store().stats().health.report();
+    if health.failing() {
+        fleet.shutdown().await;
+        anyhow::bail!("the store cannot be used: {}", health.reasons.join("; "));
+    }
+    banner.extend(
+        health
+            .reasons
+            .into_iter()
+            .map(|reason| format!("WARNING: {reason}")),
+    );
     // each owner's bots work in `<workspace>/<owner id>/`: what an older
     // version left at the root, shared by all bots, no bot sees any more;
     // say so (docs/operations.md, Upgrading), moving nothing

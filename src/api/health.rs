@@ -3,8 +3,9 @@
 //!
 //! - `200 ok`: up, writes work, nothing stopped.
 //! - `200 degraded` and one line per reason: up and writing, but a write
-//!   failed in the last ten minutes, or the search index or the JSONL
-//!   mirror stopped until a restart (its directory was deleted).
+//!   failed in the last ten minutes, the search index or the JSONL
+//!   mirror stopped until a restart (its directory was deleted), or the
+//!   start found the database behind what it had committed.
 //! - `503 failing` and one line per reason: up, but the store cannot save
 //!   anything: its last write failed (full or failing disk, a deleted
 //!   file) and none succeeded since, or the database is damaged (every

@@ -235,6 +235,7 @@ mod stop_twice;
 mod stop_under_load;
 mod store_files;
 mod store_health;
+mod store_lost_writes;
 mod store_refusals;
 mod store_wait_probe;
 mod subagent_approval_rerun;

@@ -377,6 +377,32 @@ pub(crate) async fn drop_stale(
         return Ok(Fresh { indexer, mirror });
     }
     let restored = store.was_restored();
+    let ahead = indexed.max(mirrored);
+    if !restored {
+        // no restore was made: the database lost what it had committed,
+        // or reads wrong; a damaged one is not rebuilt from, and what was
+        // derived from it (the mirror may be the only whole copy) stays
+        let problem = match store.quick_check().await {
+            Ok(problem) => problem.map(|p| p.replace('\n', " ")),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(problem) = problem {
+            tracing::error!(
+                newest_in_store = newest,
+                indexed,
+                mirrored,
+                %problem,
+                "the database is damaged: its newest entry is {newest}, but the search index \
+                 and the JSONL mirror hold entries up to {ahead}; they are left as they are"
+            );
+            store.latch_damaged(format!(
+                "PRAGMA quick_check: {problem}; the search index and the JSONL mirror \
+                 (transcripts/) hold entries up to {ahead}, the database's newest is {newest}: \
+                 keep transcripts/ and restore fleet.db from a backup"
+            ));
+            return Ok(Fresh { indexer, mirror });
+        }
+    }
     tracing::warn!(
         newest_in_store = newest,
         indexed,
@@ -390,6 +416,7 @@ pub(crate) async fn drop_stale(
     })
     .await
     .map_err(|e| IndexError::Task(e.to_string()))??;
+    let mut aside_at = None;
     if let (Some(root), Some(stale)) = (mirror_root, mirror.take()) {
         drop(stale);
         let aside = aside_path_named(&root, "stale");
@@ -399,6 +426,25 @@ pub(crate) async fn drop_stale(
             "moved the stale JSONL mirror aside (it may hold transcripts the restored database lost); delete it once you no longer need it"
         );
         mirror = Some(JsonlMirror::open(root)?.with_store(store.clone()));
+        aside_at = Some(aside);
+    }
+    if !restored {
+        // sound, but behind what it had committed: its WAL was lost or
+        // damaged after a crash, or fleet.db was replaced by an older
+        // copy without raising fleet.db.generation
+        let kept = match &aside_at {
+            Some(aside) => format!("their transcripts are in {}", aside.display()),
+            None => "the search index held them".to_owned(),
+        };
+        let detail = format!(
+            "the database lost entries it had committed: its newest is {newest}, the search index \
+             and the JSONL mirror had them up to {ahead} ({kept}). The machine lost power \
+             (with host.synchronous = \"normal\" the last commits may go), its write-ahead log \
+             (fleet.db-wal) was lost or damaged, or fleet.db was replaced by an older copy \
+             without raising fleet.db.generation; messages accepted then are not in it"
+        );
+        tracing::error!("{detail}");
+        store.note_lost_writes(detail);
     }
     Ok(Fresh { indexer, mirror })
 }

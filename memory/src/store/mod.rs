@@ -23,6 +23,7 @@ mod session_floors;
 mod signatures;
 mod store_approvals;
 mod store_bots;
+mod store_check;
 mod store_deliveries;
 mod store_ledger;
 mod store_rooms;

@@ -109,6 +109,9 @@ struct State {
     /// Derived data stopped until a restart, by part (`search index`,
     /// `JSONL mirror`).
     stopped: Vec<(&'static str, Failure)>,
+    /// Writes the database had committed and no longer holds, found at
+    /// the start (`Store::note_lost_writes`).
+    lost: Option<Failure>,
 }
 
 /// The store's health; see the module docs. One per store, shared by its
@@ -199,6 +202,17 @@ impl StoreHealth {
         ));
     }
 
+    /// Notes, until the host stops, that the database lost committed
+    /// writes (`Store::note_lost_writes`).
+    pub(crate) fn note_lost(&self, detail: String) {
+        self.lock().lost = Some(Failure {
+            kind: "lost",
+            message: detail,
+            at: Utc::now(),
+            seen: Instant::now(),
+        });
+    }
+
     /// The state and its reasons now.
     pub fn report(&self) -> HealthReport {
         let state = self.lock();
@@ -229,6 +243,12 @@ impl StoreHealth {
                     f.message
                 ));
             }
+        }
+        if let Some(f) = &state.lost {
+            if worst == HealthState::Ok {
+                worst = HealthState::Degraded;
+            }
+            reasons.push(format!("store: found at {}: {}", stamp(f.at), f.message));
         }
         for (part, f) in &state.stopped {
             if worst == HealthState::Ok {
