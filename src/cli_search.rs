@@ -222,6 +222,14 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
         ..StoreOptions::new(&db)
     })
     .map_err(|e| store_refused(e, &db, &data_dir))?;
+    // the mirror is rewritten with the index: one that cannot be (a file
+    // where its directory goes) is refused before the index is emptied
+    // (QA: the index was emptied, then the rebuild failed naming
+    // `.mirrored_gid: Not a directory`)
+    if let Err(e) = botfleet_memory::JsonlMirror::check_root(data_dir.join("transcripts")) {
+        store.close().await;
+        bail!("cannot rebuild the search index: {e}");
+    }
     // the rebuild starts from an empty directory, so an index that cannot
     // be read is no obstacle
     let index = match TranscriptIndex::open_empty(&index_dir) {

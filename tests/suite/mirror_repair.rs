@@ -268,3 +268,32 @@ async fn a_full_disk_answers_507_and_the_mirror_stays_whole() {
         }
     }
 }
+
+/// `botfleet reindex` with a file where the mirror's directory goes is
+/// refused before the index is emptied, naming the mirror and what to do
+/// (QA: the index was emptied, then the rebuild failed on
+/// `.mirrored_gid: Not a directory`).
+#[tokio::test]
+async fn reindex_refuses_an_unusable_mirror_before_emptying_the_index() {
+    let (fleet, _path, _log, _port) = mirrored_then_stopped().await;
+    let data = fleet.path().join("data");
+    let index_files = || std::fs::read_dir(data.join("index")).unwrap().count();
+    let before = index_files();
+    assert!(before > 1, "an index with segments");
+    std::fs::remove_dir_all(data.join("transcripts")).unwrap();
+    std::fs::write(data.join("transcripts"), "x").unwrap();
+    let refused = std::process::Command::new(crate::support::process::BIN)
+        .arg("reindex")
+        .args(["--data", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the JSONL mirror directory")
+            && err.contains("cannot be used")
+            && err.contains("move away whatever is there"),
+        "{err}"
+    );
+    assert_eq!(index_files(), before, "the index was left as it was");
+}
