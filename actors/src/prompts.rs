@@ -434,6 +434,8 @@ prompts! {
     argument_clipped => "argument_clipped.md",
     /// The notice of a message to a stopped subagent.
     subagent_stopped => "subagent_stopped.md",
+    /// The notice in a subagent's task when its parent stopped it.
+    subagent_task_stopped => "subagent_task_stopped.md",
     /// A subagent's report of a task it could not finish.
     subagent_unfinished => "subagent_unfinished.md",
     /// The same, with its last progress.

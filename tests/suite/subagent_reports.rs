@@ -267,6 +267,73 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "answered anyway" }} }} ]
     host.shutdown().await;
 }
 
+/// The report of a task a person cancelled after it sent progress says
+/// that progress, as a failed or removed task's does (QA: it left it out,
+/// so the parent could not tell that work with effects had been done).
+#[tokio::test]
+async fn a_cancelled_tasks_report_says_its_last_progress() {
+    let script = format!(
+        r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  {{ tool = "Task", args = {{ description = "wait", prompt = "SUBTASK wait" }} }},
+  {{ tool = "SendMessage", args = {{ text = "delegated" }} }},
+]
+
+[[rule]]
+match = "SUBTASK wait"
+steps = [
+  {{ tool = "SendMessage", args = {{ text = "phase one is done" }} }},
+  {{ delay_ms = 120000, tool = "Shell", args = {{ command = "{WAIT_FOR_GO}" }} }},
+  {{ tool = "SendMessage", args = {{ text = "finished after all" }} }},
+]
+
+[[rule]]
+bot = "p"
+steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }} ]
+"#
+    );
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("p", "s", &["SendMessage", "Task", "Shell"])
+        .start()
+        .await;
+    let (dm, reply) = reply_to(&host, "delegate it").await;
+    assert_eq!(reply, "delegated");
+    let sub = subagent_of(&host, "p").await;
+    let task = task_session(&host, &sub).await;
+    // its progress is in, and its Shell waits
+    host.wait_for(&task, |es| {
+        deliveries(es)
+            .into_iter()
+            .find(|d| d == "phase one is done")
+            .map(Value::from)
+    })
+    .await;
+    host.wait_running(&sub).await;
+    let (status, body) = host
+        .post_raw(&format!("/v1/bots/{sub}/cancel"), Some(TOKEN), None, "{}")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let heard = host
+        .wait_for(&dm, |es| {
+            deliveries(es)
+                .into_iter()
+                .find(|d| d.starts_with("heard:"))
+                .map(Value::from)
+        })
+        .await;
+    let heard = heard.as_str().unwrap();
+    assert!(
+        heard.contains("a person cancelled my turn")
+            && heard.contains("My last progress: phase one is done"),
+        "{heard}"
+    );
+    host.shutdown().await;
+}
+
 /// A person who cancels a subagent's task turn fails the task, not the
 /// subagent: its parent is told the task is unfinished and why, and the
 /// person may retry it. (The subagent was stopped for good and its parent
@@ -453,6 +520,18 @@ steps = [ { tool = "SendMessage", args = { text = "answered anyway" } } ]
     assert!(
         !task_entries.iter().any(|e| e["code"] == "turn_cancelled"),
         "{task_entries:#?}"
+    );
+    // it says the parent stopped the task, not what a person's message to
+    // a stopped subagent is told (QA: "Ask p instead", to nobody)
+    let stopped = task_entries
+        .iter()
+        .find(|e| e["code"] == "subagent_stopped")
+        .unwrap_or_else(|| panic!("{task_entries:#?}"));
+    let said = stopped["text"].as_str().unwrap();
+    assert!(
+        said.starts_with("The task was stopped by p before it finished (StopSubagent)")
+            && !said.contains("instead"),
+        "{said}"
     );
     let turn = end["turn"].as_str().unwrap();
     let (status, body) = host

@@ -435,14 +435,22 @@ impl Runner {
         };
         let mut out = Vec::new();
         let stopped = sub.status == SubagentStatus::Stopped;
+        let task = self.scope.session.key.kind == SessionKind::Subagent;
         if status == TurnStatus::Cancelled && stopped {
+            // in its task, the parent's stop; in a person's conversation
+            // with it, why their message goes unanswered (QA: the task
+            // was told to "ask boss instead", addressed to nobody)
+            let notice = if task {
+                &prompts().subagent_task_stopped
+            } else {
+                &prompts().subagent_stopped
+            };
             out.push(
                 self.entry(
                     EntryId::derive(self.turn, "end", "subagent_stopped"),
                     EntryKind::Notice {
                         code: "subagent_stopped".into(),
-                        text: prompts()
-                            .subagent_stopped
+                        text: notice
                             .render(&[("parent", sub.parent.as_str())])
                             .unwrap_or_default(),
                         // a retry would be cancelled again
@@ -451,7 +459,6 @@ impl Runner {
                 ),
             );
         }
-        let task = self.scope.session.key.kind == SessionKind::Subagent;
         // removed with its parent, read once for the notice and the report
         let removed = status == TurnStatus::Cancelled && self.removed_with_parent().await;
         let parent_made = removed && self.made_by_agent(&sub.parent).await;
