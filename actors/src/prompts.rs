@@ -508,6 +508,20 @@ mod tests {
         }
     }
 
+    /// Every template is described in prompts/README.md, the list people
+    /// read to find one (twelve were missing from it).
+    #[test]
+    fn every_template_is_listed_in_the_readme() {
+        let readme = include_str!("../../prompts/README.md");
+        for t in prompts().all() {
+            assert!(
+                readme.contains(t.name()),
+                "{} is not in prompts/README.md",
+                t.name()
+            );
+        }
+    }
+
     #[test]
     fn parses_placeholders() {
         let t = Template::parse("t", "a {{x}} b {{ y }}{{x}}\n");
