@@ -117,6 +117,24 @@ async fn a_compressed_answer_fails_at_once_saying_why() {
         // no retry sends it uncompressed
         assert_eq!(count.load(Ordering::SeqCst), 1, "stream {stream}");
     }
+    // a fleet's provider adds no advice about its base_url: the cause is
+    // the server's or its proxy's compression (QA: it came first)
+    let (address, _, _) = gzip_server(200).await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        provider: Some("main".to_owned()),
+        max_retries: 0,
+        ..OpenAiOptions::new(format!("http://{address}/v1"), "test-model")
+    })
+    .unwrap();
+    let text = complete(&model, &request("x"))
+        .await
+        .0
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("send answers uncompressed") && !text.contains("base_url"),
+        "{text}"
+    );
 }
 
 /// Regression (QA): only the first `Content-Encoding` header was read, so

@@ -463,10 +463,11 @@ impl OpenAiModel {
         }
         if let Some(encoding) = encoding {
             return Err(Failure::Final(ModelError::Protocol(format!(
-                "the model server sent its answer compressed (Content-Encoding: {encoding}) \
+                "{} (Content-Encoding: {encoding}) \
                  though the request asked for none (Accept-Encoding: identity), and botfleet \
                  decompresses nothing: have the server, or the proxy in front of it, send \
-                 answers uncompressed"
+                 answers uncompressed",
+                advice::COMPRESSED
             ))));
         }
         let labelled_sse = response

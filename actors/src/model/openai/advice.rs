@@ -27,6 +27,10 @@ pub(super) const STALLED: &str = "the response body stalled";
 /// The start of the detail of an answer that carried an error.
 pub(super) const SENT_AN_ERROR: &str = "the provider sent an error";
 
+/// The start of the error of an answer sent compressed, which says what
+/// to change itself.
+pub(super) const COMPRESSED: &str = "the model server sent its answer compressed";
+
 /// The start of the detail of a stream event that is no completion chunk
 /// after some that were.
 pub(super) const CORRUPT_EVENT: &str = "the server sent a corrupt or cut-off event";
@@ -95,6 +99,9 @@ pub(super) fn located_after(
             "raise providers.{provider}.max_response_bytes if answers this long are expected; \
              otherwise the model ran away"
         ),
+        // the server's or its proxy's setting, not the URL (QA: the
+        // base_url advice came first, the cause after it)
+        ModelError::Protocol(detail) if detail.starts_with(COMPRESSED) => String::new(),
         ModelError::Protocol(_) => format!(
             "the answer is not an OpenAI chat completion: check that providers.{provider}.base_url \
              is the API root of an OpenAI-compatible server (it usually ends in /v1)"
