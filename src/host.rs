@@ -314,13 +314,18 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // with the search index and the mirror as it starts): damaged, which
     // stops the start, or behind what it had committed (QA: a log line
     // only, `/healthz` ok, and a damaged one took messages it then lost)
-    let health = fleet.store().stats().health.report();
-    if health.failing() {
+    // (only damage: a failed write of another kind, a full disk, is
+    // answered as it is while the host runs)
+    if let Some(damaged) = fleet.store().stats().health.damaged() {
         fleet.shutdown().await;
-        anyhow::bail!("the store cannot be used: {}", health.reasons.join("; "));
+        anyhow::bail!("the store cannot be used: {damaged}");
     }
     banner.extend(
-        health
+        fleet
+            .store()
+            .stats()
+            .health
+            .report()
             .reasons
             .into_iter()
             .map(|reason| format!("WARNING: {reason}")),

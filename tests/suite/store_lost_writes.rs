@@ -43,7 +43,9 @@ async fn a_database_that_lost_committed_entries_is_reported() {
     .await
     .unwrap()
     .unwrap();
-    send(&client, "a platypus was accepted", "k-1").await;
+    // a key with its time (a UUIDv7), as the CLI and the page make them
+    let platypus_key = uuid::Uuid::now_v7().to_string();
+    send(&client, "a platypus was accepted", &platypus_key).await;
     wait_found(&client, "platypus", 1).await;
     host.stop(&log).await;
 
@@ -80,8 +82,16 @@ async fn a_database_that_lost_committed_entries_is_reported() {
         .map(|f| std::fs::read_to_string(f).unwrap_or_default())
         .collect();
     assert!(kept.contains("platypus"), "{kept}");
-    // the database is sound: the host goes on taking and finding messages
+    // its sender, sending it again with its key, is told the host cannot
+    // vouch for it, as after a restore, rather than have it taken twice
     let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let (status, body) = client
+        .send_message("r", "a platypus was accepted", &platypus_key)
+        .await
+        .unwrap();
+    assert_eq!(status.as_u16(), 409, "{body}");
+    assert_eq!(body["status"], "unknown", "{body}");
+    // the database is sound: the host goes on taking and finding messages
     wait_found(&client, "wombat", 1).await;
     send(&client, "an echidna after the loss", "k-2").await;
     wait_found(&client, "echidna", 1).await;

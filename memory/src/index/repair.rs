@@ -434,7 +434,8 @@ pub(crate) async fn drop_stale(
         // copy without raising fleet.db.generation
         let kept = match &aside_at {
             Some(aside) => format!("their transcripts are in {}", aside.display()),
-            None => "the search index held them".to_owned(),
+            // the index that held them was emptied above
+            None => "no copy of them is kept: this host writes no mirror".to_owned(),
         };
         let detail = format!(
             "the database lost entries it had committed: its newest is {newest}, the search index \
@@ -444,7 +445,16 @@ pub(crate) async fn drop_stale(
              without raising fleet.db.generation; messages accepted then are not in it"
         );
         tracing::error!("{detail}");
-        store.note_lost_writes(detail);
+        // as after a restore: a key sent again for a message the database
+        // lost answers `unknown`, not `accepted` a second time (its effects
+        // may have happened)
+        let now = store.clock().now_ms();
+        store
+            .write(vec![crate::Mutation::LedgerHorizon { at_ms: now }])
+            .await?;
+        store.note_lost_writes(format!(
+            "{detail}; keys sent before now answer `unknown` (UUIDv7 keys)"
+        ));
     }
     Ok(Fresh { indexer, mirror })
 }

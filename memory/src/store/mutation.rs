@@ -407,6 +407,14 @@ pub enum Mutation {
         /// Cut-off time (ms).
         before_ms: i64,
     },
+    /// Keys stamped before `at_ms` (a UUIDv7's time) answer `unknown`
+    /// from now on, as after a restore: the database lost writes it had
+    /// committed (found at the start, `index/repair.rs`), so its ledger
+    /// cannot vouch for what came before. Keeps every ledger row.
+    LedgerHorizon {
+        /// The new horizon (ms).
+        at_ms: i64,
+    },
     /// Drop the rows of the chains (table `chains`) started by `origins`
     /// that were last written before `before_ms`, each by key; a chain
     /// written since stays. The caller finds them a page at a time

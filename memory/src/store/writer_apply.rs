@@ -450,6 +450,14 @@ impl Writer {
                 }
                 Ok(MutationResult::Count(n))
             }
+            Mutation::LedgerHorizon { at_ms } => {
+                if *at_ms > self.horizon_ms {
+                    self.horizon_ms = *at_ms;
+                    // read back at the next start as a restore's is
+                    set_meta(&self.conn, "restored_at_ms", &at_ms.to_string())?;
+                }
+                Ok(MutationResult::Done)
+            }
             Mutation::Probe { at } => {
                 set_meta(&self.conn, "store_probe_ms", &at.to_string())?;
                 Ok(MutationResult::Done)

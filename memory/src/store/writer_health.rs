@@ -125,7 +125,7 @@ pub struct StoreHealth {
 impl StoreHealth {
     /// The damage latched by [`StoreHealth::note_write_failure`], as the
     /// error every write is answered with until the host stops.
-    pub(crate) fn damaged(&self) -> Option<StoreError> {
+    pub fn damaged(&self) -> Option<StoreError> {
         let state = self.lock();
         let failure = state.damaged.as_ref()?;
         Some(StoreError::Damaged {
