@@ -332,7 +332,11 @@ export class Timeline {
         if (e.seq > this.low || this.ids.has(e.id)) continue;
         this.ids.add(e.id);
         const li = this.render(e, true);
-        if (li) frag.append(li);
+        if (li) {
+          // laid out only near the view (ui.css, `.paged`)
+          li.classList.add("paged");
+          frag.append(li);
+        }
       }
       this.log.prepend(frag);
       this.low = from;
