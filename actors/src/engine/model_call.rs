@@ -101,11 +101,18 @@ impl Runner {
                 ..ModelResponse::default()
             }),
             // no usage comes before a stream's end: counted as sent and
-            // as received so far
-            Err(ModelError::Aborted { .. }) => self.account(&ModelResponse {
-                text: aborted.unwrap_or_default(),
-                ..ModelResponse::default()
-            }),
+            // as received so far (its calls and reasoning with its text)
+            Err(ModelError::Aborted { .. }) => {
+                let received = sink.take_received();
+                self.account(&ModelResponse {
+                    text: if received.is_empty() {
+                        aborted.unwrap_or_default()
+                    } else {
+                        received
+                    },
+                    ..ModelResponse::default()
+                });
+            }
             // a call that failed, or was cancelled, after its answer had
             // begun: what it streamed was made (QA: an answer past
             // max_response_bytes, the runaway that limit is for, counted

@@ -267,8 +267,11 @@ pub(super) struct Assembler {
     /// arguments received.
     size: usize,
     /// What the chunks streamed besides text since it was last taken
-    /// ([`Self::take_unshown`]).
+    /// ([`Self::take_unshown`]): kept only for a stream (`streamed`), the
+    /// same pieces `size` counts.
     unshown: String,
+    /// Whether the answer is streamed (chunks applied), not whole.
+    streamed: bool,
 }
 
 /// Where a call is kept: its wire index (or the place given to a piece
@@ -381,6 +384,7 @@ impl Assembler {
             self.usage = read.usage.or(self.usage);
             self.odd_usage = read.odd.or(self.odd_usage.take());
         }
+        self.streamed = true;
         let Some(choice) = first_choice(chunk.choices, |c| c.index) else {
             return Ok(None);
         };
@@ -393,10 +397,6 @@ impl Assembler {
         let text = choice.delta.and_then(|delta| {
             let mut parts = delta.tool_calls.unwrap_or_default();
             parts.extend(delta.function_call.map(legacy_call));
-            self.note_unshown(
-                &parts,
-                [&delta.reasoning_content, &delta.reasoning, &delta.refusal],
-            );
             self.apply_calls(parts);
             self.apply_refusal(delta.refusal);
             self.apply_reasoning(delta.reasoning_content, delta.reasoning);
@@ -413,24 +413,6 @@ impl Assembler {
             self.grew_unfinished |= grew;
         }
         Ok(text)
-    }
-
-    /// Keeps what a chunk streamed besides its text (its calls' names and
-    /// arguments, reasoning, a refusal) for [`Self::take_unshown`].
-    fn note_unshown(&mut self, parts: &[ToolCallPart], pieces: [&Option<String>; 3]) {
-        for function in parts.iter().filter_map(|p| p.function.as_ref()) {
-            if let Some(name) = &function.name {
-                self.unshown.push_str(name);
-            }
-            match &function.arguments {
-                Some(Value::String(piece)) => self.unshown.push_str(piece),
-                Some(other) => self.unshown.push_str(&other.to_string()),
-                None => {}
-            }
-        }
-        for piece in pieces.into_iter().flatten() {
-            self.unshown.push_str(piece);
-        }
     }
 
     /// What the chunks applied since the last call streamed besides their
@@ -487,7 +469,16 @@ impl Assembler {
     fn apply_refusal(&mut self, refusal: Option<String>) {
         if let Some(piece) = refusal.filter(|piece| !piece.is_empty()) {
             self.size += piece.len();
+            self.note_unshown(&piece);
             self.refusal.push_str(&piece);
+        }
+    }
+
+    /// Keeps a streamed piece that is not text (a call's name or
+    /// arguments, reasoning, a refusal) for [`Self::take_unshown`].
+    fn note_unshown(&mut self, piece: &str) {
+        if self.streamed {
+            self.unshown.push_str(piece);
         }
     }
 
@@ -504,6 +495,7 @@ impl Assembler {
             (None, _) => return,
         };
         self.size += piece.len();
+        self.note_unshown(&piece);
         self.reasoning.get_or_insert_default().push_str(&piece);
     }
 
@@ -566,12 +558,13 @@ impl Assembler {
         // llama.cpp and OpenAI send it once; a piece equal to the
         // whole name so far is a server repeating it in every delta
         // and is dropped (no tool name is two copies of one word).
+        let mut added = String::new();
         if let Some(name) = function
             .name
             .filter(|name| !name.is_empty() && *name != call.name)
         {
-            self.size += name.len();
             call.name.push_str(&name);
+            added = name;
         }
         let before = call.arguments.len();
         match function.arguments {
@@ -579,7 +572,9 @@ impl Assembler {
             Some(Value::Null) | None => {}
             Some(object) => call.arguments.push_str(&object.to_string()),
         }
-        self.size += call.arguments.len() - before;
+        added.push_str(&call.arguments[before..]);
+        self.size += added.len();
+        self.note_unshown(&added);
     }
 
     /// The key of a call after all others.

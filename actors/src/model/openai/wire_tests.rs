@@ -610,3 +610,33 @@ fn a_lone_surrogate_in_a_whole_completion_becomes_a_replacement_character() {
         vec![triple("c", "Send\u{FFFD}", "{\"text\":\"y \u{FFFD}\"}")]
     );
 }
+
+/// What a streamed answer made besides its text is handed on once, as
+/// the answer keeps it: one of `reasoning_content` and `reasoning` (a
+/// server may send both; both were counted), a call's name and arguments
+/// without a repeated whole call, and nothing for a whole answer.
+#[test]
+fn unshown_pieces_are_what_the_answer_keeps() {
+    let mut a = Assembler::default();
+    let chunk = |v: Value| serde_json::from_value::<StreamChunk>(v).unwrap();
+    a.apply_chunk(chunk(json!({"choices": [{"index": 0, "delta": {
+        "reasoning_content": "think", "reasoning": "think"}}]})))
+        .unwrap();
+    assert_eq!(a.take_unshown(), "think");
+    let call = json!({"index": 0, "id": "c", "function": {"name": "Send", "arguments": "{}"}});
+    for _ in 0..2 {
+        a.apply_chunk(chunk(
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}),
+        ))
+        .unwrap();
+    }
+    assert_eq!(a.take_unshown(), "Send{}");
+    let mut whole = Assembler::default();
+    let completion: Completion = serde_json::from_value(json!({
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "hi", "reasoning_content": "long thought"}}]
+    }))
+    .unwrap();
+    whole.apply_completion(completion).unwrap();
+    assert_eq!(whole.take_unshown(), "");
+}
