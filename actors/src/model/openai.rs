@@ -62,7 +62,11 @@
 //!    generation the server stopped: vLLM, SGLang) is a cut answer,
 //!    retried as a broken one (`wire.rs`). A choice whose
 //!    finish reason never came is accepted at `[DONE]` (or at the end of
-//!    a whole completion), its reason inferred. A complete
+//!    a whole completion), its reason inferred. A body that ends only by
+//!    the connection's close (HTTP/1.1 with neither a length nor chunks)
+//!    may be cut there, so its end counts as a break does, not as the
+//!    server's end: a stream with a finish reason on every chunk (or on
+//!    its only chunk) and no `[DONE]` is retried. A complete
 //!    answer that is a refusal or a content filter's stop fails at once
 //!    with [`ModelError::Refused`] or [`ModelError::ContentFiltered`]
 //!    (`wire.rs`). An error the provider reports inside an answer (an
@@ -75,7 +79,9 @@
 //!    request to the last byte, retries and their waits included, and
 //!    nothing extends it (a server that only sends `: keep-alive` comments
 //!    still meets it): past it the call fails with the retryable
-//!    [`ModelError::TimedOut`]. `max_response_bytes` caps the answer (text
+//!    [`ModelError::TimedOut`] while an attempt runs; a failed attempt
+//!    whose retry would start past it fails the call at once with its own
+//!    error, which names the cause. `max_response_bytes` caps the answer (text
 //!    plus tool-call arguments), a non-streamed body, and one streamed
 //!    event still being read: past it the call fails at once with
 //!    [`ModelError::TooLarge`], not retried (the same request would grow
@@ -594,8 +600,10 @@ impl OpenAiModel {
                 }
                 Ok(None) if !framed && assembler.has_finished() => {
                     return Err(Failure::Broken {
-                        detail: "the connection closed before [DONE], and the answer may be cut: \
-                                 its finish reason came on chunks the answer went on past"
+                        detail: "the connection closed before [DONE] with no sign that the \
+                                 answer was whole (its finish reason came on every chunk, or on \
+                                 its only one): it may be cut; a server that ends its answers \
+                                 by closing the connection must send [DONE]"
                             .to_owned(),
                     });
                 }
