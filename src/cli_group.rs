@@ -300,21 +300,20 @@ pub async fn run(client: &Client, command: &GroupCommand) -> anyhow::Result<Exit
         }
         GroupCommand::Transcript { room, json, last } => {
             let mut hidden_before = false;
-            if !*json {
-                let first = client
-                    .get(&format!("/v1/groups/{}/entries?limit=1", segment(room)))
-                    .await?;
-                if let Some(from) = first["visible_from"].as_i64().filter(|f| *f > 1) {
-                    hidden_before = true;
-                    outln!(
-                        "(the room's entries before #{from} are not shown: it was shared with you there)"
-                    );
-                }
+            // the timeline's head: where it starts for you, where it ends
+            let head = client
+                .get(&format!("/v1/groups/{}/entries?limit=1", segment(room)))
+                .await?;
+            if !*json && let Some(from) = head["visible_from"].as_i64().filter(|f| *f > 1) {
+                hidden_before = true;
+                outln!(
+                    "(the room's entries before #{from} are not shown: it was shared with you there)"
+                );
             }
             let shown = |e: &Value| *json || render(e).is_some();
             let entries = match last {
                 None => entries_after(client, room, 0).await?,
-                Some(n) => last_entries(client, room, *n, shown).await?,
+                Some(n) => last_entries(client, room, &head, *n, shown).await?,
             };
             for e in &entries {
                 if *json {
@@ -392,81 +391,42 @@ fn speaker(e: &Value) -> String {
 
 /// Entries of a room's timeline after `after`, all pages.
 async fn entries_after(client: &Client, room: &str, after: i64) -> anyhow::Result<Vec<Value>> {
-    let mut out = Vec::new();
-    let mut cursor = after;
-    loop {
-        let page = client
-            .get(&format!(
-                "/v1/groups/{}/entries?after={cursor}&limit=1000",
-                segment(room)
-            ))
-            .await?;
-        let entries = page["entries"].as_array().cloned().unwrap_or_default();
-        let n = entries.len();
-        if let Some(last) = entries.last().and_then(|e| e["seq"].as_i64()) {
-            cursor = last;
-        }
-        out.extend(entries);
-        if n < 1000 {
-            return Ok(out);
-        }
-    }
-}
-
-/// Entries of `room`'s timeline after `after`, up to `until` (inclusive),
-/// a page at a time.
-async fn entries_between(
-    client: &Client,
-    room: &str,
-    after: i64,
-    until: i64,
-) -> anyhow::Result<Vec<Value>> {
-    let mut out = Vec::new();
-    let mut cursor = after;
-    while cursor < until {
-        let limit = (until - cursor).min(1000);
-        let page = client
-            .get(&format!(
-                "/v1/groups/{}/entries?after={cursor}&limit={limit}",
-                segment(room)
-            ))
-            .await?;
-        let entries = page["entries"].as_array().cloned().unwrap_or_default();
-        let Some(last) = entries.last().and_then(|e| e["seq"].as_i64()) else {
-            break;
-        };
-        cursor = last;
-        out.extend(
-            entries
-                .into_iter()
-                .filter(|e| e["seq"].as_i64().is_some_and(|s| s <= until)),
-        );
-    }
-    Ok(out)
+    client
+        .entries_between_of(&format!("/v1/groups/{}", segment(room)), after, None)
+        .await
 }
 
 /// The last `n` entries of `room`'s timeline that `shown` keeps, oldest
-/// first: read back from its end in growing windows until `n` are found
+/// first, `head` its first page (`?limit=1`, which says where it starts
+/// for you and where it ends): read back from its end in growing windows until `n` are found
 /// or its start (for you) is reached, so a long timeline is not read whole
 /// for its end (QA: `group transcript` of a 6,400-entry room printed 28 MB
 /// in 6 s, with no way to ask for the end, as `transcript --last` does).
 async fn last_entries(
     client: &Client,
     room: &str,
+    head: &Value,
     n: u32,
     shown: impl Fn(&Value) -> bool,
 ) -> anyhow::Result<Vec<Value>> {
     let wanted = usize::try_from(n).unwrap_or(usize::MAX);
-    let head = client
-        .get(&format!("/v1/groups/{}/entries?limit=1", segment(room)))
-        .await?;
-    let start = head["visible_from"].as_i64().unwrap_or(1).max(1) - 1;
-    let mut until = head["last_seq"].as_i64().unwrap_or(0);
+    let of = format!("/v1/groups/{}", segment(room));
+    let (Some(last_seq), Some(visible_from)) =
+        (head["last_seq"].as_i64(), head["visible_from"].as_i64())
+    else {
+        anyhow::bail!(
+            "the host answered GET {of}/entries without `last_seq` and `visible_from`, so the \
+             timeline's end cannot be found; is it a botfleet host (check --host or \
+             BOTFLEET_HOST, and any proxy in front of it)?"
+        );
+    };
+    let start = visible_from.max(1) - 1;
+    let mut until = last_seq;
     let mut window = (i64::from(n) * 4).max(16);
     let mut read: Vec<Value> = Vec::new();
     while until > start && read.iter().filter(|e| shown(e)).count() < wanted {
         let after = until.saturating_sub(window).max(start);
-        let mut older = entries_between(client, room, after, until).await?;
+        let mut older = client.entries_between_of(&of, after, Some(until)).await?;
         older.append(&mut read);
         read = older;
         until = after;

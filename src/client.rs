@@ -429,14 +429,23 @@ impl Client {
         after: i64,
         until: Option<i64>,
     ) -> anyhow::Result<Vec<Value>> {
+        let of = format!("/v1/sessions/{}", segment(session));
+        self.entries_between_of(&of, after, until).await
+    }
+
+    /// [`Client::entries_between`] of the entries under `of`: a session
+    /// (`/v1/sessions/{id}`) or a room's timeline (`/v1/groups/{room}`).
+    pub async fn entries_between_of(
+        &self,
+        of: &str,
+        after: i64,
+        until: Option<i64>,
+    ) -> anyhow::Result<Vec<Value>> {
         let mut out = Vec::new();
         let mut cursor = after;
         loop {
             let limit = until.map_or(ENTRIES_PAGE, |u| (u - cursor).clamp(1, ENTRIES_PAGE));
-            let path = format!(
-                "/v1/sessions/{}/entries?after={cursor}&limit={limit}",
-                segment(session)
-            );
+            let path = format!("{of}/entries?after={cursor}&limit={limit}");
             let page = self.get(&path).await?;
             let Some(entries) = page.get("entries").and_then(Value::as_array) else {
                 bail!(
