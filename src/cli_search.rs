@@ -226,7 +226,9 @@ pub async fn reindex(fleet: Option<PathBuf>, data: Option<PathBuf>) -> anyhow::R
     // where its directory goes) is refused before the index is emptied
     // (QA: the index was emptied, then the rebuild failed naming
     // `.mirrored_gid: Not a directory`)
-    if let Err(e) = botfleet_memory::JsonlMirror::check_root(data_dir.join("transcripts")) {
+    if let Err(e) =
+        botfleet_memory::JsonlMirror::check_root(data_dir.join(botfleet_memory::MIRROR_DIR))
+    {
         store.close().await;
         bail!("cannot rebuild the search index: {e}");
     }

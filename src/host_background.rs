@@ -23,7 +23,7 @@ pub(super) fn start_recall(rt: &Runtime, data_dir: &std::path::Path) -> anyhow::
         .with_context(|| format!("cannot open the search index in {}", dir.display()))?;
     // a mirror that cannot be written would keep the indexer from starting
     // while searches answered from an index that no longer grows
-    let mirror_root = data_dir.join("transcripts");
+    let mirror_root = data_dir.join(botfleet_memory::MIRROR_DIR);
     botfleet_memory::JsonlMirror::check_root(&mirror_root)?;
     let warm = index.clone();
     // loads the jieba dictionary off the first Chinese search

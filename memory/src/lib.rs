@@ -53,6 +53,7 @@ pub use index::MAX_QUERY_CHARS;
 pub use index::MAX_SEARCH_LIMIT;
 pub use index::MAX_SEARCH_OFFSET;
 pub use index::MAX_WORD_CHARS;
+pub use index::MIRROR_DIR;
 pub use index::QueryError;
 pub use index::ReindexReport;
 pub use index::RoomCopies;

@@ -25,7 +25,7 @@ use crate::store::Store;
 /// Name of the index directory in a data directory.
 const INDEX_DIR: &str = "index";
 /// Name of the JSONL mirror's directory in a data directory.
-const MIRROR_DIR: &str = "transcripts";
+pub const MIRROR_DIR: &str = "transcripts";
 
 /// Sessions whose bot is remembered before the cache starts over.
 const BOT_CACHE: usize = 65_536;

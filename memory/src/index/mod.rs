@@ -60,6 +60,7 @@ pub use error::MAX_QUERY_CHARS;
 pub use error::MAX_SEARCH_LIMIT;
 pub use error::MAX_SEARCH_OFFSET;
 pub use error::QueryError;
+pub use feed::MIRROR_DIR;
 pub use feed::ReindexReport;
 pub use feed::reindex;
 pub use jsonl_mirror::JsonlMirror;
