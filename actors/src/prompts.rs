@@ -513,12 +513,17 @@ mod tests {
     #[test]
     fn every_template_is_listed_in_the_readme() {
         let readme = include_str!("../../prompts/README.md");
+        // named as a word: `cut_off.md` inside `call_cut_off.md` is not it
+        let named = |name: &str| {
+            readme.match_indices(name).any(|(at, _)| {
+                !readme[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        };
         for t in prompts().all() {
-            assert!(
-                readme.contains(t.name()),
-                "{} is not in prompts/README.md",
-                t.name()
-            );
+            assert!(named(t.name()), "{} is not in prompts/README.md", t.name());
         }
     }
 
