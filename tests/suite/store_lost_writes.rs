@@ -19,35 +19,15 @@ use crate::support::process::wait_found;
 
 #[tokio::test]
 async fn a_database_that_lost_committed_entries_is_reported() {
-    let fleet = TestFleet::new()
-        .script("s", CHAT)
-        .bot("r", "s", RECALL_TOOLS);
-    let path = fleet.write();
-    let data = fleet.path().join("data");
-    let log = fleet.path().join("host.log");
-    let port = free_port();
-    let host = HostProcess::start(&path, port, &log).await;
-    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
-    send(&client, "the wombat manifest is late", "k-0").await;
-    wait_found(&client, "wombat", 1).await;
-    // a copy of the database as it is now, taken in this host's life:
-    // the same generation as the data directory
-    let copy = fleet.path().join("copy.db");
-    let (db, target) = (data.join("fleet.db"), copy.clone());
-    tokio::task::spawn_blocking(move || {
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    // a key with its time (a UUIDv7), as the CLI and the page make them
-    let platypus_key = uuid::Uuid::now_v7().to_string();
-    send(&client, "a platypus was accepted", &platypus_key).await;
-    wait_found(&client, "platypus", 1).await;
-    host.stop(&log).await;
+    let Lost {
+        fleet: _fleet,
+        path,
+        data,
+        log,
+        port,
+        copy,
+        platypus_key,
+    } = lost_the_platypus().await;
 
     // what a lost WAL leaves: the database without the platypus
     std::fs::copy(&copy, data.join("fleet.db")).unwrap();
@@ -120,31 +100,14 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// moved aside).
 #[tokio::test]
 async fn a_damaged_database_behind_its_mirror_is_refused_and_the_mirror_kept() {
-    let fleet = TestFleet::new()
-        .script("s", CHAT)
-        .bot("r", "s", RECALL_TOOLS);
-    let path = fleet.write();
-    let data = fleet.path().join("data");
-    let log = fleet.path().join("host.log");
-    let port = free_port();
-    let host = HostProcess::start(&path, port, &log).await;
-    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
-    send(&client, "the wombat manifest is late", "k-0").await;
-    wait_found(&client, "wombat", 1).await;
-    let copy = fleet.path().join("copy.db");
-    let (db, target) = (data.join("fleet.db"), copy.clone());
-    tokio::task::spawn_blocking(move || {
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
-    })
-    .await
-    .unwrap()
-    .unwrap();
-    send(&client, "a platypus was accepted", "k-1").await;
-    wait_found(&client, "platypus", 1).await;
-    host.stop(&log).await;
+    let Lost {
+        fleet: _fleet,
+        path,
+        data,
+        port,
+        copy,
+        ..
+    } = lost_the_platypus().await;
 
     // the copy, with the root page of an index the start does not read
     // overwritten
@@ -198,4 +161,61 @@ async fn a_damaged_database_behind_its_mirror_is_refused_and_the_mirror_kept() {
         .map(|f| std::fs::read_to_string(f).unwrap_or_default())
         .collect();
     assert!(kept.contains("platypus"), "{kept}");
+}
+
+/// A stopped host of bot `r` whose database, put back from `copy`, would
+/// lack what came after the wombat: the platypus, accepted with a UUIDv7
+/// key and indexed and mirrored before the stop.
+struct Lost {
+    /// Owns the temporary directory.
+    fleet: TestFleet,
+    path: std::path::PathBuf,
+    data: std::path::PathBuf,
+    log: std::path::PathBuf,
+    port: u16,
+    /// The database after the wombat, taken in the host's life (the same
+    /// generation as the data directory).
+    copy: std::path::PathBuf,
+    platypus_key: String,
+}
+
+async fn lost_the_platypus() -> Lost {
+    let fleet = TestFleet::new()
+        .script("s", CHAT)
+        .bot("r", "s", RECALL_TOOLS);
+    let path = fleet.write();
+    let data = fleet.path().join("data");
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+    let host = HostProcess::start(&path, port, &log).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    send(&client, "the wombat manifest is late", "k-0").await;
+    wait_found(&client, "wombat", 1).await;
+    // a copy of the database as it is now, taken in this host's life:
+    // the same generation as the data directory
+    let copy = fleet.path().join("copy.db");
+    let (db, target) = (data.join("fleet.db"), copy.clone());
+    tokio::task::spawn_blocking(move || {
+        let conn =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    // a key with its time (a UUIDv7), as the CLI and the page make them
+    let platypus_key = uuid::Uuid::now_v7().to_string();
+    send(&client, "a platypus was accepted", &platypus_key).await;
+    wait_found(&client, "platypus", 1).await;
+    host.stop(&log).await;
+    Lost {
+        fleet,
+        path,
+        data,
+        log,
+        port,
+        copy,
+        platypus_key,
+    }
 }
