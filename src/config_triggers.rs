@@ -125,25 +125,11 @@ impl LoadedFleet {
             if let Err(e) = r.spec().validate() {
                 return Err(self.invalid(format!("{key}.{}", e.field()), e.to_string()));
             }
-            if b.routines[..j].iter().any(|o| o.name == r.name) {
-                return Err(self.invalid(
-                    format!("{key}.name"),
-                    format!("routine {:?} is defined twice for this bot", r.name),
-                ));
-            }
-            // as the API refuses them (QA: the file took both)
-            if let Some(o) = b.routines[..j]
-                .iter()
-                .find(|o| o.name.eq_ignore_ascii_case(&r.name))
-            {
-                return Err(self.invalid(
-                    format!("{key}.name"),
-                    format!(
-                        "routine {:?} differs from this bot's routine {:?} only in case: two \
-                         names people read as one; rename one of them",
-                        r.name, o.name
-                    ),
-                ));
+            // one differing only in case as the API refuses it (QA: the
+            // file took both)
+            let earlier = b.routines[..j].iter().map(|o| o.name.as_str());
+            if let Some(problem) = name_taken("routine", &r.name, earlier) {
+                return Err(self.invalid(format!("{key}.name"), problem));
             }
         }
         for (j, h) in b.hooks.iter().enumerate() {
@@ -154,26 +140,11 @@ impl LoadedFleet {
                     format!("hook name {:?} is not valid: {NAME_RULE}", h.name),
                 ));
             }
-            if b.hooks[..j].iter().any(|o| o.name == h.name) {
-                return Err(self.invalid(
-                    format!("{key}.name"),
-                    format!("hook {:?} is defined twice for this bot", h.name),
-                ));
-            }
-            // as routines are (QA: `gh` and `GH` were two hooks, with two
-            // URLs and sessions people read as one name)
-            if let Some(o) = b.hooks[..j]
-                .iter()
-                .find(|o| o.name.eq_ignore_ascii_case(&h.name))
-            {
-                return Err(self.invalid(
-                    format!("{key}.name"),
-                    format!(
-                        "hook {:?} differs from this bot's hook {:?} only in case: two \
-                         names people read as one; rename one of them",
-                        h.name, o.name
-                    ),
-                ));
+            // as routines (QA: `gh` and `GH` were two hooks, with two URLs
+            // and sessions people read as one name)
+            let earlier = b.hooks[..j].iter().map(|o| o.name.as_str());
+            if let Some(problem) = name_taken("hook", &h.name, earlier) {
+                return Err(self.invalid(format!("{key}.name"), problem));
             }
             match (&h.secret, &h.secret_env) {
                 (Some(_), Some(_)) => {
@@ -238,6 +209,25 @@ impl LoadedFleet {
         }
         Ok(())
     }
+}
+
+/// Why `name`, of a bot's `what` (`routine`, `hook`), cannot follow the
+/// bot's `earlier` ones: the same name, or one differing only in case
+/// (two names people read as one); `None` when it may.
+fn name_taken<'a>(
+    what: &str,
+    name: &str,
+    mut earlier: impl Iterator<Item = &'a str>,
+) -> Option<String> {
+    let other = earlier.find(|o| o.eq_ignore_ascii_case(name))?;
+    Some(if other == name {
+        format!("{what} {name:?} is defined twice for this bot")
+    } else {
+        format!(
+            "{what} {name:?} differs from this bot's {what} {other:?} only in case: two names \
+             people read as one; rename one of them"
+        )
+    })
 }
 
 #[cfg(test)]
