@@ -194,9 +194,32 @@ impl From<rusqlite::Error> for StoreError {
                     detail: e.to_string(),
                 }
             }
+            // the writer numbers entries itself, and an inbox row takes its
+            // entry's number: a clash means the tables disagree, as a
+            // damaged file or one rolled back without its WAL leaves them
+            // (QA: every message then got `500 internal`)
+            Some(rusqlite::ErrorCode::ConstraintViolation) if clashes_on_gid(&e) => {
+                StoreError::Damaged {
+                    detail: format!(
+                        "{e}: an entry number the database gives out is taken already, so its \
+                         tables disagree"
+                    ),
+                }
+            }
             _ => StoreError::Sqlite(e),
         }
     }
+}
+
+/// Whether `e` is a clash on an entry's number (`entries.gid`,
+/// `inbox.gid`), which only disagreeing tables bring about.
+fn clashes_on_gid(e: &rusqlite::Error) -> bool {
+    let rusqlite::Error::SqliteFailure(_, Some(message)) = e else {
+        return false;
+    };
+    message
+        .strip_prefix("UNIQUE constraint failed: ")
+        .is_some_and(|columns| matches!(columns, "entries.gid" | "inbox.gid"))
 }
 
 impl StoreError {

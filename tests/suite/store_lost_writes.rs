@@ -78,6 +78,48 @@ async fn a_database_that_lost_committed_entries_is_reported() {
     host.stop(&log).await;
 }
 
+/// A database whose tables disagree (its entries lost, its inbox rows
+/// for them kept; quick_check finds nothing): the next entry's number is
+/// taken, and the write is refused as a damaged database's, `503
+/// storage_error` and `/healthz` failing (QA: `500 internal`, "UNIQUE
+/// constraint failed: inbox.gid", on every message).
+#[tokio::test]
+async fn tables_that_disagree_refuse_writes_as_damaged() {
+    let Lost {
+        fleet: _fleet,
+        path,
+        data,
+        log,
+        port,
+        copy,
+        ..
+    } = lost_the_platypus().await;
+    let kept: i64 = rusqlite::Connection::open(&copy)
+        .unwrap()
+        .query_row("SELECT MAX(gid) FROM entries", [], |r| r.get(0))
+        .unwrap();
+    rusqlite::Connection::open(data.join("fleet.db"))
+        .unwrap()
+        .execute("DELETE FROM entries WHERE gid > ?1", [kept])
+        .unwrap();
+    let host = HostProcess::start(&path, port, &log).await;
+    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let (status, body) = client
+        .send_message("r", "an echidna into disagreeing tables", "k-2")
+        .await
+        .unwrap();
+    assert_eq!(status.as_u16(), 503, "{body}");
+    assert_eq!(body["error"]["code"], "storage_error", "{body}");
+    let health = reqwest::get(format!("{}/healthz", host.url)).await.unwrap();
+    assert_eq!(health.status().as_u16(), 503);
+    let text = health.text().await.unwrap();
+    assert!(
+        text.starts_with("failing\n") && text.contains("its tables disagree"),
+        "{text}"
+    );
+    host.kill9().await;
+}
+
 /// Every file under `dir`.
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
