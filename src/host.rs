@@ -400,6 +400,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let app = api::refuse_while_stopping(app, stop.clone());
     // a body declared over host.max_body_bytes is refused from the headers
     let app = http_server::with_declared_length_limit(app, f.host.max_body_bytes);
+    let app = http_server::with_host_required(app);
     let app = http_server::with_request_timeout(app, Duration::from_secs(f.host.request_timeout_s));
     let limits = http_server::ConnectionLimits {
         header_timeout: Duration::from_secs(f.host.header_timeout_s),

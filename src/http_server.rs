@@ -348,6 +348,29 @@ pub(crate) fn refuse_declared_over(
     }
 }
 
+/// Refuses an HTTP/1.1 request without a `Host` header (`400`), as RFC
+/// 9112 §3.2 has a server do: it was served (QA). HTTP/1.0 needs none,
+/// and HTTP/2 names the host in the request itself.
+pub(crate) fn with_host_required(app: Router) -> Router {
+    app.layer(axum::middleware::from_fn(require_host))
+}
+
+async fn require_host(request: Request, next: Next) -> Response {
+    if request.version() == axum::http::Version::HTTP_11
+        && !request.headers().contains_key(axum::http::header::HOST)
+    {
+        let mut refused = ApiError::BadRequest(
+            "an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2); send `Host:` with \
+             the host's address"
+                .into(),
+        )
+        .into_response();
+        crate::api::mark_answer(&mut refused);
+        return refused;
+    }
+    next.run(request).await
+}
+
 /// [`refuse_declared_over`] as a layer over every route but the webhooks',
 /// with the host's body limit (`host.max_body_bytes`); a webhook's route
 /// checks its own limit (`max_payload_bytes`, at most the host's).

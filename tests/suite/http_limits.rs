@@ -233,3 +233,37 @@ async fn an_http2_client_is_told_to_use_http_1_1() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     host.shutdown().await;
 }
+
+/// An HTTP/1.1 request without `Host` is refused, `400` saying so, as RFC
+/// 9112 §3.2 has a server do (QA: it was served); HTTP/1.0 needs none.
+#[tokio::test]
+async fn an_http_1_1_request_without_host_is_refused() {
+    let host = TestFleet::new()
+        .script("s", ECHO)
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let ask = |request: &'static [u8]| {
+        let to = addr(&host);
+        async move {
+            let mut stream = TcpStream::connect(to).await.unwrap();
+            stream.write_all(request).await.unwrap();
+            let mut answer = Vec::new();
+            tokio::time::timeout(BOUND, stream.read_to_end(&mut answer))
+                .await
+                .unwrap()
+                .unwrap();
+            String::from_utf8_lossy(&answer).into_owned()
+        }
+    };
+    let refused = ask(b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n").await;
+    assert!(
+        refused.starts_with("HTTP/1.1 400") && refused.contains("must carry a Host header"),
+        "{refused}"
+    );
+    let served = ask(b"GET /healthz HTTP/1.0\r\n\r\n").await;
+    assert!(served.starts_with("HTTP/1.0 200"), "{served}");
+    let served = ask(HEALTHZ).await;
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    host.shutdown().await;
+}
