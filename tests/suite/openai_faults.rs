@@ -498,18 +498,19 @@ async fn the_call_deadline_covers_the_retries_and_their_waits() {
         .fail_next(100, Reply::error(503, "busy"))
         .start()
         .await;
+    // every wait before a retry (5 to 10 s) would end past the deadline
     let model = OpenAiModel::new(OpenAiOptions {
         max_retries: 100,
-        backoff_base: Duration::from_millis(150),
-        backoff_max: Duration::from_millis(150),
-        call_timeout: Duration::from_millis(400),
+        backoff_base: Duration::from_secs(10),
+        backoff_max: Duration::from_secs(10),
+        call_timeout: Duration::from_secs(5),
         ..options(&server)
     })
     .unwrap();
     let (result, _) = complete(&model, &request("x")).await;
     let error = result.unwrap_err();
     // the retry that would start past the deadline is not waited for:
-    // the call fails with the last attempt's error, which names the
+    // the call fails at once with the attempt's error, which names the
     // cause (QA: "took longer than 0.4 s" named none)
     let ModelError::Http {
         status, attempts, ..
@@ -517,10 +518,8 @@ async fn the_call_deadline_covers_the_retries_and_their_waits() {
     else {
         panic!("{error:?}");
     };
-    assert_eq!(status, 503);
-    // waits of 75..150 ms: a few attempts, far fewer than 100
-    assert!((2..=6).contains(&attempts), "{attempts}");
-    assert!(server.request_count() <= attempts as usize);
+    assert_eq!((status, attempts), (503, 1));
+    assert_eq!(server.request_count(), 1);
     assert!(error.is_retryable());
 }
 
@@ -534,9 +533,9 @@ async fn a_refused_endpoint_past_the_call_deadline_says_so() {
     drop(closed);
     let model = OpenAiModel::new(OpenAiOptions {
         max_retries: 1000,
-        backoff_base: Duration::from_millis(100),
-        backoff_max: Duration::from_millis(100),
-        call_timeout: Duration::from_millis(400),
+        backoff_base: Duration::from_secs(10),
+        backoff_max: Duration::from_secs(10),
+        call_timeout: Duration::from_secs(5),
         api_key: Some("sk-test".to_owned()),
         ..OpenAiOptions::new(url, "m")
     })
