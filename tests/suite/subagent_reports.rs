@@ -272,38 +272,12 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "answered anyway" }} }} ]
 /// so the parent could not tell that work with effects had been done).
 #[tokio::test]
 async fn a_cancelled_tasks_report_says_its_last_progress() {
-    let script = format!(
-        r#"
-[[rule]]
-bot = "p"
-match = "^delegate"
-steps = [
-  {{ tool = "Task", args = {{ description = "wait", prompt = "SUBTASK wait" }} }},
-  {{ tool = "SendMessage", args = {{ text = "delegated" }} }},
-]
-
-[[rule]]
-match = "SUBTASK wait"
-steps = [
-  {{ tool = "SendMessage", args = {{ text = "phase one is done" }} }},
-  {{ delay_ms = 120000, tool = "Shell", args = {{ command = "{WAIT_FOR_GO}" }} }},
-  {{ tool = "SendMessage", args = {{ text = "finished after all" }} }},
-]
-
-[[rule]]
-bot = "p"
-steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }} ]
-"#
-    );
-    let host = TestFleet::new()
-        .script("s", &script)
-        .bot("p", "s", &["SendMessage", "Task", "Shell"])
-        .start()
-        .await;
-    let (dm, reply) = reply_to(&host, "delegate it").await;
-    assert_eq!(reply, "delegated");
-    let sub = subagent_of(&host, "p").await;
-    let task = task_session(&host, &sub).await;
+    let (host, dm, sub, task) = delegated_waiting(
+        r#"  { tool = "SendMessage", args = { text = "phase one is done" } },
+  { delay_ms = 120000, tool = "Shell", args = { command = "WAIT" } },
+"#,
+    )
+    .await;
     // its progress is in, and its Shell waits
     host.wait_for(&task, |es| {
         deliveries(es)
@@ -340,37 +314,11 @@ steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }}
 /// never heard of it, waiting for a report that could not come.)
 #[tokio::test]
 async fn a_person_cancelling_a_subagents_task_tells_its_parent_and_may_retry() {
-    let script = format!(
-        r#"
-[[rule]]
-bot = "p"
-match = "^delegate"
-steps = [
-  {{ tool = "Task", args = {{ description = "wait", prompt = "SUBTASK wait" }} }},
-  {{ tool = "SendMessage", args = {{ text = "delegated" }} }},
-]
-
-[[rule]]
-match = "SUBTASK wait"
-steps = [
-  {{ tool = "Shell", args = {{ command = "{WAIT_FOR_GO}" }} }},
-  {{ tool = "SendMessage", args = {{ text = "finished after all" }} }},
-]
-
-[[rule]]
-bot = "p"
-steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }} ]
-"#
-    );
-    let host = TestFleet::new()
-        .script("s", &script)
-        .bot("p", "s", &["SendMessage", "Task", "Shell"])
-        .start()
-        .await;
-    let (dm, reply) = reply_to(&host, "delegate it").await;
-    assert_eq!(reply, "delegated");
-    let sub = subagent_of(&host, "p").await;
-    let task = task_session(&host, &sub).await;
+    let (host, dm, sub, task) = delegated_waiting(
+        r#"  { tool = "Shell", args = { command = "WAIT" } },
+"#,
+    )
+    .await;
     let (status, body) = host
         .post_raw(&format!("/v1/bots/{sub}/cancel"), Some(TOKEN), None, "{}")
         .await;
@@ -544,4 +492,44 @@ steps = [ { tool = "SendMessage", args = { text = "answered anyway" } } ]
     assert_eq!(status, 409, "{body}");
     assert!(body.to_string().contains("was stopped"), "{body}");
     host.shutdown().await;
+}
+
+/// A host where bot `p` delegated a task ("delegate it" answered
+/// "delegated") whose subagent runs `steps` (their `WAIT` a Shell command
+/// that waits for the file `go`), then sends "finished after all"; `p`
+/// answers a report with "heard: …". The host, `p`'s DM, the subagent and
+/// its task session.
+async fn delegated_waiting(steps: &str) -> (TestHost, String, String, String) {
+    let steps = steps.replace("WAIT", WAIT_FOR_GO);
+    let script = format!(
+        r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  {{ tool = "Task", args = {{ description = "wait", prompt = "SUBTASK wait" }} }},
+  {{ tool = "SendMessage", args = {{ text = "delegated" }} }},
+]
+
+[[rule]]
+match = "SUBTASK wait"
+steps = [
+{steps}  {{ tool = "SendMessage", args = {{ text = "finished after all" }} }},
+]
+
+[[rule]]
+bot = "p"
+steps = [ {{ tool = "SendMessage", args = {{ text = "heard: {{{{input}}}}" }} }} ]
+"#
+    );
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("p", "s", &["SendMessage", "Task", "Shell"])
+        .start()
+        .await;
+    let (dm, reply) = reply_to(&host, "delegate it").await;
+    assert_eq!(reply, "delegated");
+    let sub = subagent_of(&host, "p").await;
+    let task = task_session(&host, &sub).await;
+    (host, dm, sub, task)
 }
