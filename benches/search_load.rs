@@ -75,6 +75,11 @@ struct Args {
     /// Print this many slowest queries of each kind and engine (stderr).
     #[arg(long, default_value_t = 0)]
     slowest: usize,
+    /// Commit every this many entries, as a live host does (it commits
+    /// 300 ms after the first uncommitted entry, so a quiet fleet makes
+    /// many small commits); default: every 100,000, as `reindex` does.
+    #[arg(long, default_value_t = 100_000)]
+    commit_every: usize,
     /// Skip the FTS5 comparison.
     #[arg(long)]
     no_fts5: bool,
@@ -157,6 +162,8 @@ struct EngineReport {
     index_secs: f64,
     entries_per_sec: f64,
     bytes: u64,
+    /// Segments the searches walked (tantivy only).
+    segments: Option<usize>,
     latency: Vec<Latency>,
     recall: Vec<Recall>,
 }
@@ -185,7 +192,7 @@ fn run_tantivy(
     let options = IndexOptions {
         writer_threads: args.threads,
         writer_memory: (args.threads * 128) << 20,
-        commit_batch: 100_000,
+        commit_batch: args.commit_every.max(1),
         ..IndexOptions::default()
     };
     let mut indexer = Indexer::open(&index, options)?;
@@ -201,7 +208,8 @@ fn run_tantivy(
     let index_secs = started.elapsed().as_secs_f64();
     drop(indexer);
     index.warm_up();
-    eprintln!("tantivy: indexed in {index_secs:.1} s; querying");
+    let segments = index.num_segments();
+    eprintln!("tantivy: indexed in {index_secs:.1} s into {segments} segments; querying");
     let search = |q: &Query, limit: usize| -> anyhow::Result<botfleet_memory::SearchResults> {
         let mut query = SearchQuery::new(corpus.ours(&q.shape)).with_limit(limit);
         if !q.sessions.is_empty() {
@@ -240,6 +248,7 @@ fn run_tantivy(
         index_secs,
         entries_per_sec: corpus.entries.len() as f64 / index_secs,
         bytes: dir_size(dir),
+        segments: Some(segments),
         latency,
         recall,
     })
@@ -322,6 +331,7 @@ fn run_fts5(
         index_secs,
         entries_per_sec: corpus.entries.len() as f64 / index_secs,
         bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
+        segments: None,
         latency,
         recall,
     })
@@ -348,6 +358,7 @@ fn engine_json(r: &EngineReport) -> serde_json::Value {
         "index_secs": r.index_secs,
         "entries_per_sec": r.entries_per_sec,
         "bytes": r.bytes,
+        "segments": r.segments,
         "latency": latency,
         "recall": recall,
     })
@@ -469,6 +480,7 @@ fn main() -> anyhow::Result<()> {
         "entries": args.entries,
         "seed": args.seed,
         "writer_threads": args.threads,
+        "commit_every": args.commit_every,
         "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
         "queries_per_kind": args.queries,
         "recall_queries_per_kind": args.recall_queries,

@@ -316,6 +316,12 @@ impl TranscriptIndex {
         self.current().reader.searcher().num_docs()
     }
 
+    /// Number of segments the reader currently sees (each search walks
+    /// every one).
+    pub fn num_segments(&self) -> usize {
+        self.current().reader.searcher().segment_readers().len()
+    }
+
     /// The last gid durably in the index (every entry up to it is indexed),
     /// read from the last commit.
     pub fn committed_gid(&self) -> Result<i64, IndexError> {
