@@ -11,7 +11,10 @@
 //!   next write of its session, running or after a restart (before, the
 //!   host appended to the unlinked file, or started a file with only the
 //!   new entries);
-//! - a file-size limit: one ERROR line, not four a second.
+//! - a file-size limit: one ERROR line, not four a second;
+//! - a database damaged while the host was stopped, in pages its start
+//!   does not read: found by the start's background `quick_check`, not
+//!   by the first write that meets it after `/healthz` said `ok`.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -404,4 +407,42 @@ async fn a_file_size_limit_is_logged_once_not_at_every_write() {
     );
     assert!(lines_with(&log, "store group failed") <= 2, "{logged}");
     assert_eq!(lines_with(&log, "API error"), 1, "{logged}");
+}
+
+#[tokio::test]
+async fn damage_the_start_does_not_read_is_found_by_its_background_check() {
+    let fleet = fleet();
+    let (host, log) = start(&fleet).await;
+    let url = host.url.clone();
+    let (status, sent) = send(&url, "a1", "before the damage", "k1").await;
+    assert_eq!(status, 202, "{sent}");
+    let client = botfleet::client::Client::new(&url, TOKEN).unwrap();
+    crate::support::process::wait_found(&client, "damage", 2).await;
+    host.stop(&log).await;
+    // a table no start reads, damaged while the host is down
+    damage_table(&fleet.path().join("data/fleet.db"), "user_secrets").await;
+    let config = fleet.path().join("fleet.toml");
+    let mut host = HostProcess::start_answering(&config, free_port(), &log).await;
+    let url = host.url.clone();
+    host.wait_log("the database is damaged: PRAGMA quick_check")
+        .await;
+    let (status, text) = health(&url).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(
+        text.starts_with("failing\nstore: damaged since ") && text.contains("quick_check"),
+        "{text}"
+    );
+    // no message is taken into the damaged file, though its pages are
+    // intact: the sender keeps its key for after the restore
+    let (status, body) = send(&url, "a2", "after the damage", "k2").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "storage_error", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("restore fleet.db from a backup"),
+        "{message}"
+    );
+    // what was taken before is still there to find
+    assert_eq!(found(&url, "damage").await, 2);
+    host.kill9().await;
 }

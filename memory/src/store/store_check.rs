@@ -5,6 +5,11 @@
 //! (QA: a damaged `fleet.db` started, answered every message `500
 //! internal`, and `/healthz` said `ok`; a deleted or damaged WAL lost 60
 //! accepted messages with only a WARN that blamed a restore).
+//!
+//! Every start also checks the whole database in the background
+//! ([`Store::check_in_background`]): damage whose newest entry still reads
+//! right was found only by the first write that met it, after the start
+//! had answered `ok` and taken messages into it.
 
 use super::Store;
 use crate::error::Result;
@@ -21,6 +26,44 @@ impl Store {
             Ok((first != "ok").then_some(first))
         })
         .await
+    }
+
+    /// Runs [`Store::quick_check`] on the blocking pool without delaying
+    /// the caller: damage found latches the store damaged
+    /// ([`Store::latch_damaged`]: writes refused, `/healthz` failing) and
+    /// logs an ERROR saying what to do. A check that could not run is a
+    /// WARN; the next start checks again. The returned handle answers
+    /// whether damage was found (tests and tools wait on it; the host
+    /// drops it).
+    pub fn check_in_background(&self) -> tokio::task::JoinHandle<bool> {
+        let store = self.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            match store.quick_check().await {
+                Ok(None) => {
+                    tracing::debug!(
+                        elapsed_ms = started.elapsed().as_millis(),
+                        "the database passed PRAGMA quick_check"
+                    );
+                    false
+                }
+                Ok(Some(problem)) => {
+                    let problem = problem.replace('\n', " ");
+                    let detail = format!(
+                        "PRAGMA quick_check: {problem}; writes are refused so that nothing more \
+                         is taken into a damaged file: stop the host and restore fleet.db from a \
+                         backup (docs/operations.md, \"Backups and restore\")"
+                    );
+                    tracing::error!(%problem, "the database is damaged: {detail}");
+                    store.latch_damaged(detail);
+                    true
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the database could not be checked (PRAGMA quick_check); the next start checks it again");
+                    false
+                }
+            }
+        })
     }
 
     /// Marks the database damaged, as a write that found it so does:
