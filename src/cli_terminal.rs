@@ -233,4 +233,20 @@ mod tests {
             assert_eq!(serde_json::from_str::<Value>(&printed).unwrap(), v);
         }
     }
+
+    /// `--json` prints the host's numbers as the host sent them: a search
+    /// hit's score read and printed again came out one digit off
+    /// (`1.8925803899765015` as `…17`; QA) without serde_json's exact
+    /// float parsing (feature `float_roundtrip`).
+    #[test]
+    fn json_prints_a_float_as_the_host_sent_it() {
+        for sent in [
+            "1.8925803899765015",
+            "1.9560270309448242",
+            "0.4471386075019837",
+        ] {
+            let v: Value = serde_json::from_str(&format!("{{\"score\":{sent}}}")).unwrap();
+            assert_eq!(json(&v), format!("{{\"score\":{sent}}}"));
+        }
+    }
 }
