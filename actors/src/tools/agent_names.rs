@@ -54,10 +54,13 @@ pub(super) async fn check_name_free(
                 "an agent answering to @{EVERYONE} could never be mentioned alone in a room: \
                  @{EVERYONE} addresses every member"
             ),
-            if name_key(&me.id) == EVERYONE {
-                "choose another `id`"
-            } else {
+            // the name first: CreateAgent without an `id` makes one from
+            // the name, and advice to choose another `id` sent the model
+            // after one it never gave (QA)
+            if name_key(name) == EVERYONE {
                 "choose another name"
+            } else {
+                "choose another `id`"
             },
         ));
     }

@@ -412,6 +412,12 @@ async fn no_agent_is_made_to_answer_to_everyone() {
     let err = create("c2", "Every One", "hands").await.unwrap_err();
     assert!(err.message.contains("answering to @everyone"), "{err}");
     assert_eq!(err.hint, "choose another name");
+    // no id: the one made from the name is `everyone`, and the name is
+    // what to change (it said to choose another `id`, which was not given)
+    let args = json!({"name": "Everyone", "role": "Works."});
+    let err = CreateAgent.call(&f.ctx("c4"), args).await.unwrap_err();
+    assert!(err.message.contains("answering to @everyone"), "{err}");
+    assert_eq!(err.hint, "choose another name");
     for id in ["everyone", "hands"] {
         let none = f.rt.store.get_bot(&BotId::new(id).unwrap()).await;
         assert!(none.unwrap().is_none(), "{id}");
