@@ -91,6 +91,8 @@ const ALLOW: &[&str] = &[
     "dd if=/dev/zero of=disk.img bs=1M count=10",
     "nc -z localhost 8080",
     "python3 -c 'print(1+1)'",
+    // a word that only begins like the environment's name
+    "python3 -c 'print(\"environment ok\", environment_id)'",
     "scp user@github.com:repo.tgz .",
     "for f in *.md; do wc -l $f; done",
     "tar czf backup.tgz src && ls -la backup.tgz",
@@ -164,6 +166,15 @@ const ASK: &[(&str, &str)] = &[
     (
         "awk 'BEGIN{for(k in ENVIRON) print k, ENVIRON[k]}' | rev",
         "reads the environment (ENVIRON)",
+    ),
+    // the same mapping through another module (QA: ran unasked)
+    (
+        "python3 -c \"import posix;print(posix.environ[b'ALICE_API'].hex())\"",
+        "reads the environment (environ)",
+    ),
+    (
+        "python3 -c 'from os import environb as e; print(str(e)[::-1])'",
+        "reads the environment (environ)",
     ),
     (
         "python3 -c \"print('$FLEET_SECRET'[::-1])\"",

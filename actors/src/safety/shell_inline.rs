@@ -149,12 +149,28 @@ const ENVIRONMENT: &[&str] = &[
 ];
 
 /// What makes code read the environment (which holds the bot's secrets),
-/// if it does.
+/// if it does: one of [`ENVIRONMENT`], or the word `environ` (or
+/// `environb`) on its own, whatever module it is reached through —
+/// Python's `posix.environ`, `from os import environ`, C's `extern char
+/// **environ` (QA: `posix.environ[b"KEY"].hex()` ran unasked); not
+/// `environment`.
 pub(crate) fn environment_use(code: &str) -> Option<&'static str> {
     ENVIRONMENT
         .iter()
         .copied()
         .find(|needle| code.contains(needle))
+        .or_else(|| names_environ(code).then_some("environ"))
+}
+
+/// Whether `code` holds `environ` or `environb` as a whole word.
+fn names_environ(code: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices("environ").any(|(at, found)| {
+        let before = code[..at].chars().next_back();
+        let rest = &code[at + found.len()..];
+        let rest = rest.strip_prefix('b').unwrap_or(rest);
+        !before.is_some_and(word) && !rest.chars().next().is_some_and(word)
+    })
 }
 
 /// What makes code use the network, if it does.
