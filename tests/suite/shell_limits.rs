@@ -131,6 +131,55 @@ async fn nothing_is_written_or_started_far_below_the_reserve() {
     host.shutdown().await;
 }
 
+/// A call that takes its space at once (`fallocate`), and a writer left
+/// running after its call (`setsid`, which nothing watches), went past
+/// the reserve by any amount (QA: 1.7 GiB): each file a command writes
+/// is bounded by the room above the reserve at its start (and an eighth
+/// of the reserve, at most 64 MiB, beyond it).
+#[tokio::test]
+async fn no_file_grows_past_the_room_above_the_reserve() {
+    let probe = tempfile::tempdir().unwrap();
+    let free = free_mib(probe.path());
+    // 64 MiB of room before the reserve: at most 128 MiB per file
+    let host = fleet_leaving(free.saturating_sub(64)).await;
+    let out = answer_as_bob(
+        &host,
+        "b1",
+        "fallocate -l 2G big.bin; echo rc=$?; ls big.bin 2>&1; echo done",
+    )
+    .await;
+    // refused in the program's own words, not killed by SIGXFSZ (153)
+    assert!(
+        out.contains("File too large") && out.contains("rc=1"),
+        "{out}"
+    );
+    assert!(out.contains("done"), "{out}");
+    // a writer that outlives its call
+    let bg = host.fleet.path().join("data/workspace/bob/bg.bin");
+    answer_as_bob(
+        &host,
+        "b1",
+        "setsid sh -c 'head -c 1073741824 /dev/zero > bg.bin' >/dev/null 2>&1 </dev/null & \
+         sleep 0.5; echo started",
+    )
+    .await;
+    // it ends at the limit: the file's size stays put there
+    let size = crate::support::process::poll(60, async || {
+        let before = std::fs::metadata(&bg).map_or(0, |m| m.len());
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let after = std::fs::metadata(&bg).map_or(0, |m| m.len());
+        if after > 0 && after == before {
+            Ok(after)
+        } else {
+            Err(format!("bg.bin still grows: {before} then {after} bytes"))
+        }
+    })
+    .await;
+    assert!(size <= 128 << 20, "bg.bin grew to {size} bytes");
+    let _ = std::fs::remove_file(&bg);
+    host.shutdown().await;
+}
+
 /// Alice's secret, stored through the API.
 const ALICE_VALUE: &str = "Summer2024!-alice-value";
 

@@ -315,6 +315,9 @@ impl Tool for Shell {
                 "the host cannot run commands right now; tell the user",
             ));
         };
+        if let Some(floor) = &floor {
+            floor.limit_files_of(pgid);
+        }
         // declared after `child`, so dropped first: however the call ends
         // the whole group is killed (not only the leader, which is all
         // `kill_on_drop` kills), then taken off the list that the next start
@@ -526,34 +529,46 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// `sh` run through `launcher`, confined to `workspace`: the launcher
-/// sandboxes itself, then becomes `sh` (same process id, same process
-/// group, the environment set here), so the rest of the call is as for
-/// `sh` run directly.
-/// `sh` run directly, to be given `-c COMMAND`; with `open_files`, a
-/// first `sh` lowers the soft open-file limit to it (the host's raised
-/// one is inherited otherwise) and `exec`s the real one, which keeps the
-/// process id and so the process group Shell kills, and says what it
-/// says (`sh: 1: …`) as if started directly. The limit is only ever
+/// `sh` run directly, to be given `-c COMMAND`: a first `sh` `exec`s the
+/// real one, which keeps the process id and so the process group Shell
+/// kills, and says what it says (`sh: 1: …`) as if started directly.
+/// With `open_files`, the first lowers the soft open-file limit to it
+/// (the host's raised one is inherited otherwise). The limit is only ever
 /// lowered, so `ulimit` cannot fail for want of a privilege; if it fails
 /// anyway the command still runs, with the host's limit.
+///
+/// The real `sh` starts with `SIGXFSZ` ignored, which it and
+/// every program it runs inherit (and a non-interactive shell may not
+/// trap again): a write past the file-size limit that Shell sets
+/// (shell_disk.rs, `Floor::limit_files_of`) fails with `EFBIG`, which
+/// programs report in their own words (`fallocate failed: File too
+/// large`), instead of killing them silently with exit code 153.
 fn direct(open_files: Option<u64>) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new("sh");
-    if let Some(soft) = open_files {
-        cmd.arg("-c")
-            .arg(format!("ulimit -S -n {soft} 2>/dev/null; exec sh \"$@\""))
-            .arg("sh");
-    }
+    let open_files = open_files
+        .map(|soft| format!("ulimit -S -n {soft} 2>/dev/null; "))
+        .unwrap_or_default();
+    cmd.arg("-c")
+        .arg(format!("{open_files}{IGNORE_XFSZ}"))
+        .arg("sh");
     cmd
 }
 
+/// What a first `sh` runs before it `exec`s the real one with the
+/// command (see [`direct`]).
+const IGNORE_XFSZ: &str = "trap '' XFSZ; exec sh \"$@\"";
+
+/// `sh` run through `launcher`, confined to `workspace`: the launcher
+/// sandboxes itself, then becomes the first `sh` of [`direct`] (same
+/// process id, same process group, the environment set here), so the
+/// rest of the call is as for `sh` run directly.
 fn sandboxed(launcher: &ShellLauncher, workspace: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&launcher.program);
     cmd.args(&launcher.args).arg("--rw").arg(workspace);
     for hidden in &launcher.hidden {
         cmd.arg("--hide").arg(hidden);
     }
-    cmd.arg("--").arg("sh");
+    cmd.arg("--").arg("sh").arg("-c").arg(IGNORE_XFSZ).arg("sh");
     cmd
 }
 
