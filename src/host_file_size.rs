@@ -11,8 +11,9 @@
 //!
 //! A handler, not `SIG_IGN` (which the crates could not set without
 //! `unsafe` anyway): a caught signal is reset to its default action by
-//! `exec`, so the Shell tool's commands still get the default `SIGXFSZ`,
-//! where an ignored one would be inherited.
+//! `exec`, where an ignored one would be inherited. (The Shell tool's
+//! commands ignore it themselves, so that the file-size limit it gives
+//! them is met with `EFBIG`: actors/src/tools/shell.rs.)
 
 /// How often a write past the limit is logged again while it lasts.
 #[cfg(unix)]
