@@ -394,7 +394,7 @@ function paintBotList(list, current) {
           { href: `#/bots/${encodeURIComponent(b.id)}`, "aria-current": b.id === current ? "page" : null },
           avatar(b.name),
           // the badge moves under the name when both do not fit on a line
-          h("span", { class: "head" }, h("span", { class: "name" }, b.name), h("span", { class: `state ${cls}` }, label)),
+          h("span", { class: "head" }, h("span", { class: "name", title: b.name }, b.name), h("span", { class: `state ${cls}` }, label)),
           origin ? h("span", { class: "from" }, origin) : null,
           h("span", { class: "sub" }, `${b.id} · ${usageText(b)}${b.queued && cls === "paused" ? ` · ${b.queued} waiting` : ""}`),
         ),

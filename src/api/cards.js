@@ -10,9 +10,13 @@
 // what a button proposes is seen before the click, however long.
 // Links open only http(s) addresses; another `url` (javascript:, data:…)
 // is shown as text and does nothing.
+//
+// A card the person answered reads answered (its buttons disabled, the
+// chosen one marked) wherever its conversation is shown: the transcript
+// says so, not the tab that clicked ({@link CardAnswers} has the rule).
 
 import { call } from "./api.js";
-import { clock, h, relative, safeUrl, toast } from "./dom.js";
+import { clock, draftText, h, messageText, relative, safeUrl, toast } from "./dom.js";
 import { refreshApprovals } from "./state.js";
 
 const str = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "");
@@ -239,19 +243,101 @@ function cardButton(b, row, { send, draft }, drafts) {
   // the person sees all that a click would send: the label is the reply,
   // on one line, without characters that display otherwise
   if (reply === label && !UNSEEN.test(reply)) {
-    const button = h("button", { type: "button", disabled: !send }, label);
+    const button = h("button", { type: "button", disabled: !send, dataset: { reply } }, label);
     button.addEventListener("click", async () => {
-      for (const x of row.querySelectorAll("button")) x.disabled = true;
-      button.classList.add("primary");
+      // at once, before the answer is in the transcript: no second click
+      markAnswered(row, button);
       await send(reply);
     });
     return button;
   }
   // another reply: into the message box, to read before sending
   drafts.push([label, reply]);
-  const button = h("button", { type: "button", class: "draft", disabled: !draft, title: `Puts this in your message box: ${escapeHidden(reply, { oneLine: true })}` }, label);
+  const button = h("button", { type: "button", class: "draft", disabled: !draft, dataset: { reply }, title: `Puts this in your message box: ${escapeHidden(reply, { oneLine: true })}` }, label);
   button.addEventListener("click", () => draft(reply));
   return button;
+}
+
+/**
+ * The buttons of bot card `box` by the texts of a person's message that
+ * choose them, exactly: the reply a button sends, or the one it puts in
+ * the message box, sent as the box shows it ({@link draftText}).
+ */
+function repliesOf(box) {
+  const replies = new Map();
+  for (const b of box.querySelectorAll(".actions button[data-reply]")) {
+    const reply = b.dataset.reply;
+    if (!replies.has(reply)) replies.set(reply, b);
+    const drafted = messageText(draftText(reply));
+    if (b.classList.contains("draft") && !replies.has(drafted)) replies.set(drafted, b);
+  }
+  return replies;
+}
+
+/**
+ * Which bot cards of a conversation the person answered, read from its
+ * transcript: a click in another tab, or before a reload, leaves only its
+ * message there. The rule: a message of the viewer whose text is exactly
+ * the reply of one of a card's buttons ({@link repliesOf}) answers the
+ * nearest card before it that offers that reply and that no earlier
+ * message answered; that card's buttons are disabled and the chosen one
+ * marked, for good. Anything else the person wrote after a card leaves it
+ * open (they may have asked what it does first, or answered "Yes, but…"
+ * in their own words, which the bot may take otherwise); so does another
+ * person's message in a room: the buttons answer as the viewer. Two cards
+ * offering "Yes" take one "Yes" each, the newer first.
+ */
+export class CardAnswers {
+  constructor() {
+    // {seq, box, replies, chosen} of each card with buttons, and {seq,
+    // text} of each of the viewer's messages, as the conversation shows
+    // them
+    this.cards = [];
+    this.said = [];
+  }
+
+  /** Card `box` (a delivery's, at `seq`), when it has buttons to answer. */
+  card(seq, box) {
+    const replies = box ? repliesOf(box) : new Map();
+    if (replies.size) this.cards.push({ seq, box, replies, chosen: null });
+  }
+
+  /** A message of the viewer's, at `seq`. */
+  message(seq, text) {
+    this.said.push({ seq, text });
+  }
+
+  /** Marks the cards answered by the messages held (whichever order
+   * they were shown in: "Show earlier" brings older ones last). */
+  settle() {
+    if (!this.cards.length) return;
+    const cards = [...this.cards].sort((a, b) => b.seq - a.seq);
+    const taken = new Set();
+    for (const m of [...this.said].sort((a, b) => a.seq - b.seq)) {
+      for (const c of cards) {
+        if (c.seq > m.seq || taken.has(c)) continue;
+        const chosen = c.replies.get(m.text);
+        if (!chosen) continue;
+        taken.add(c);
+        if (c.chosen !== chosen) {
+          c.chosen = chosen;
+          markAnswered(c.box, chosen);
+        }
+        break;
+      }
+    }
+  }
+}
+
+/** Shows the card holding `root` answered with button `chosen`: every
+ * button disabled, the chosen one marked (pressed). */
+function markAnswered(root, chosen) {
+  for (const b of root.querySelectorAll(".actions button")) {
+    b.disabled = true;
+    b.classList.toggle("primary", b === chosen);
+    if (b === chosen) b.setAttribute("aria-pressed", "true");
+    else b.removeAttribute("aria-pressed");
+  }
 }
 
 /**

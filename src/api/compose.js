@@ -2,7 +2,7 @@
 // of the page's outbox (outbox.js): a bubble per message being sent.
 
 import { auth } from "./api.js";
-import { fill, h, messageText, quoted, toast } from "./dom.js";
+import { draftText, fill, h, messageText, quoted, toast } from "./dom.js";
 import { convOf, outbox, tokenTag } from "./outbox.js";
 import { loadBotsUntilStarted, store } from "./state.js";
 
@@ -146,7 +146,7 @@ export function composer({ label, placeholder: hint, onSend, draftKey = "" }) {
   });
   const draft = (text) => {
     const kept = area.value.replace(/\s+$/, "");
-    const shown = String(text).replace(/[ \t]+$/gm, "").replace(/\n{3,}/g, "\n\n").trim();
+    const shown = draftText(text);
     area.value = kept ? `${kept}\n${shown}` : shown;
     keep();
     tallest = Math.max(192, Math.round(window.innerHeight * 0.6));

@@ -303,6 +303,12 @@ export function messageText(text) {
   return String(text).replace(/\s+$/, "").replace(/^\s*\n/, "");
 }
 
+/** A card button's reply as it goes into the message box: no trailing
+ * spaces, runs of blank lines made one (compose.js, cards.js). */
+export function draftText(text) {
+  return String(text).replace(/[ \t]+$/gm, "").replace(/\n{3,}/g, "\n\n").trim();
+}
+
 /** `text` in curly quotes, its first 200 characters and "…" when longer:
  * a message or a draft the page names, e.g. on the sign-in page. */
 export function quoted(text) {

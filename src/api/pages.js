@@ -284,7 +284,13 @@ export function searchView(query) {
   const select = h("select", { id: "search-bot", "aria-label": "Bot" }, h("option", { value: "" }, "All bots"));
   const paintBots = () => {
     select.replaceChildren(h("option", { value: "" }, "All bots"), ...store.bots.map((b) => h("option", { value: b.id, selected: b.id === bot }, b.name)));
+    nameChosen();
   };
+  // the select is bounded (ui.css): the whole name of the chosen bot
+  const nameChosen = () => {
+    select.title = select.selectedOptions[0]?.textContent || "";
+  };
+  select.addEventListener("change", nameChosen);
   paintBots();
   botWatchers.add(paintBots);
   const results = h("div", { "aria-live": "polite" });

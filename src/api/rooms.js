@@ -113,7 +113,7 @@ function paintRoomList(list, current) {
           "a",
           { href: `#/rooms/${encodeURIComponent(r.id)}`, "aria-current": r.id === current ? "page" : null },
           avatar(r.name, true),
-          h("span", { class: "head" }, h("span", { class: "name" }, r.name), roomBadge(r)),
+          h("span", { class: "head" }, h("span", { class: "name", title: r.name }, r.name), roomBadge(r)),
           h("span", { class: "sub" }, (r.members || []).map(memberLabel).join(", ")),
         ),
       ),
@@ -130,7 +130,8 @@ async function newRoomForm(ctx, detail) {
   const rid = h("input", { id: "room-id", maxlength: "64", placeholder: "made from the name", spellcheck: "false", "aria-describedby": "room-id-hint" });
   const idHint = h("span", { class: "hint", id: "room-id-hint" }, "ASCII letters, digits, - _ . — used in links and @mentions of the room.");
   const others = h("input", { id: "room-others", placeholder: "e.g. helper, reviewer", spellcheck: "false" });
-  const checks = store.bots.map((b) => h("label", null, h("input", { type: "checkbox", value: b.id }), `${b.name} `, h("span", { class: "hint" }, b.id)));
+  // the name wraps beside its checkbox, the id after it on one line
+  const checks = store.bots.map((b) => h("label", null, h("input", { type: "checkbox", value: b.id }), h("span", null, `${b.name} `, h("span", { class: "hint", title: b.id }, b.id))));
   const error = h("p", { class: "error-text", role: "alert" });
   const submit = h("button", { type: "submit", class: "primary" }, "Create room");
   // the id the name gives, shown where the id is typed

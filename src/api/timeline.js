@@ -15,9 +15,13 @@
 // newest" (or sending a message) starts over from the newest page. Either
 // takes `seq` out of the address, so that a reload (or a bookmark) opens
 // the end where the person now is, not the old entry again.
+//
+// Entries that arrive while the person reads further up leave the view
+// where it is: a "3 new messages below" button says so, until it is
+// clicked (to the newest) or the person scrolls to the end.
 
 import { call } from "./api.js";
-import { botCard, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
+import { botCard, CardAnswers, escapeHidden, fillApproval, tickExpiries } from "./cards.js";
 import { clock, count, firstChars, h, richText, speaker, timeEl, toast } from "./dom.js";
 import { noticeItem } from "./notices.js";
 import { taskLink } from "./origins.js";
@@ -93,7 +97,11 @@ export class Timeline {
     this.outbox = h("ol", { class: "outbox", "aria-label": "Messages being sent", "aria-live": "polite" });
     this.empty = h("p", { class: "empty", hidden: true }, opts.empty || "Nothing here yet.");
     this.working = h("p", { class: "working", hidden: true, role: "status" });
-    this.el = h("div", { class: "timeline", tabindex: "0", "aria-label": opts.label }, this.earlier, this.empty, this.log, this.laterRow, this.outbox, this.working);
+    // how many entries arrived below the view while it was scrolled up
+    this.unseen = 0;
+    this.belowButton = h("button", { type: "button", class: "small primary", hidden: true, onclick: () => this.seeNewest() });
+    this.below = h("div", { class: "new-below", role: "status" }, this.belowButton);
+    this.el = h("div", { class: "timeline", tabindex: "0", "aria-label": opts.label }, this.earlier, this.empty, this.log, this.laterRow, this.outbox, this.working, this.below);
     const stepsId = nextId("steps");
     this.stepsBox = h("input", { type: "checkbox", id: stepsId, onchange: () => this.setSteps(this.stepsBox.checked, true) });
     this.stepsToggle = h("label", { class: "switch", for: stepsId }, this.stepsBox, "Show steps");
@@ -110,6 +118,7 @@ export class Timeline {
     this.atEnd = true;
     this.el.addEventListener("scroll", () => {
       this.atEnd = this.nearEnd();
+      if (this.atEnd && this.unseen) this.paintBelow(0);
     }, { passive: true });
     this.grown = new ResizeObserver(() => {
       if (this.atEnd && this.follows && !this.closed) this.toEnd();
@@ -130,6 +139,7 @@ export class Timeline {
     /** turn → what marks its notice's Retry gone ({@link settleRetry}). */
     this.retryable = new Map();
     this.answeredAt = new Map();
+    this.answers = new CardAnswers();
     this.low = 0;
     this.held = 0;
   }
@@ -248,19 +258,25 @@ export class Timeline {
     const stick = this.nearEnd();
     const frag = document.createDocumentFragment();
     let added = 0;
+    // entries drawn that the person sees (not a step behind "Show steps")
+    let shown = 0;
     for (const e of page.entries || []) {
       if (e.seq > this.held) this.held = e.seq;
       if (this.ids.has(e.id)) continue;
       this.ids.add(e.id);
       const li = this.render(e, false);
       if (li) frag.append(li);
+      if (li && !(li.classList.contains("internal") && !this.stepsBox.checked)) shown++;
       added++;
       for (const out of this.unconfirmed) if (out.arrived(e)) break;
     }
     this.log.append(frag);
     this.refresh();
     if (added && stick && this.follows) this.toEnd();
+    // read further up: said, not scrolled to
+    else if (shown && this.follows) this.paintBelow(this.unseen + shown);
     if (added) this.checkApproved();
+    if (added) this.answers.settle();
     this.reachable();
   }
 
@@ -343,6 +359,7 @@ export class Timeline {
       this.el.scrollTop += this.el.scrollHeight - before;
       this.refresh();
       this.checkApproved();
+      this.answers.settle();
     } catch (e) {
       if (e.code !== "signed_out") toast(e.message, { error: true });
     } finally {
@@ -357,6 +374,21 @@ export class Timeline {
 
   toEnd() {
     this.el.scrollTop = this.el.scrollHeight;
+    this.paintBelow(0);
+  }
+
+  /** "New messages below" clicked: the newest in view, the keyboard on
+   * the conversation (the button goes). */
+  seeNewest() {
+    this.toEnd();
+    this.el.focus({ preventScroll: true });
+  }
+
+  /** Says that `n` entries arrived below the view; none hides it. */
+  paintBelow(n) {
+    this.unseen = n;
+    this.belowButton.hidden = n === 0;
+    if (n) this.belowButton.textContent = `${n} new ${n === 1 ? "message" : "messages"} below`;
   }
 
   /** The empty note and the line under the log, after entries came. */
@@ -445,6 +477,7 @@ export class Timeline {
     switch (e.kind) {
       case "user_message":
         if (!older) this.unanswered.add(e.seq);
+        if (e.author === this.opts.me) this.answers.message(e.seq, str(e.text));
         return this.bubble(e, { ...this.speaker(e.kind, e.author), text: e.text });
       case "delivery":
         return this.bubble(e, { ...this.speaker(e.kind, e.author, e.author_name), text: richText(e.text), card: e.card });
@@ -488,6 +521,9 @@ export class Timeline {
   }
 
   bubble(e, { who, mine = false, tags = [], text, card, cls = "", link = null }) {
+    const box = card ? botCard(card, who, this.cardCtx) : null;
+    // answered or not, as the person's messages after it say
+    if (box) this.answers.card(e.seq, box);
     return h(
       "li",
       { class: `entry${mine ? " mine" : ""} ${cls}` },
@@ -496,7 +532,7 @@ export class Timeline {
         { class: "bubble" },
         h("div", { class: "meta" }, h("span", { class: "who" }, who), tags, timeEl(e.created_at), link),
         h("div", { class: "text" }, text instanceof Node ? text : str(text)),
-        card ? botCard(card, who, this.cardCtx) : null,
+        box,
       ),
       h("div", { class: "reactions", hidden: true }),
     );

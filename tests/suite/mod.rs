@@ -264,6 +264,7 @@ mod ui_browser_cards;
 mod ui_browser_cjk;
 mod ui_browser_contrast;
 mod ui_browser_focus;
+mod ui_browser_long_names;
 mod ui_browser_more;
 mod ui_browser_refused_edit;
 mod ui_browser_rooms;

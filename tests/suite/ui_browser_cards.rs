@@ -409,3 +409,128 @@ async fn an_approved_card_says_when_and_how_the_action_may_run() {
     assert_eq!(status(".approvals .panel .status").await, json!([expected]));
     ui_page::finish(browser, host).await;
 }
+
+/// The buttons of the card titled `title`: whether each is disabled, and
+/// the labels of those marked chosen.
+async fn card_state(browser: &Browser, title: &str) -> Value {
+    browser
+        .js(
+            r#"const card = [...document.querySelectorAll(".log .card")]
+                 .find((c) => c.querySelector(".card-title")?.textContent === arguments[0]);
+               if (!card) return null;
+               const buttons = [...card.querySelectorAll(".actions button")];
+               return {
+                 disabled: buttons.map((b) => b.disabled),
+                 chosen: buttons.filter((b) => b.classList.contains("primary")).map((b) => b.textContent),
+               }"#,
+            json!([title]),
+        )
+        .await
+}
+
+/// Waits until the card titled `title` reads `state` ([`card_state`]).
+async fn wait_card(browser: &Browser, title: &str, state: Value) {
+    let seen = browser
+        .wait_js(
+            &format!("the card {title:?} to read {state}"),
+            r#"const card = [...document.querySelectorAll(".log .card")]
+                 .find((c) => c.querySelector(".card-title")?.textContent === arguments[0]);
+               if (!card) return false;
+               const buttons = [...card.querySelectorAll(".actions button")];
+               const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+               return same(buttons.map((b) => b.disabled), arguments[1].disabled)
+                 && same(buttons.filter((b) => b.classList.contains("primary")).map((b) => b.textContent), arguments[1].chosen)"#,
+            json!([title, state]),
+        )
+        .await;
+    assert_eq!(seen, json!(true));
+}
+
+/// A card of bot `r` titled `title`, with the buttons "Yes", "No" (each
+/// sends its label) and "Later" (puts its reply in the message box).
+fn choice_card(title: &str) -> EntryKind {
+    let buttons = json!(["Yes", "No", {"label": "Later", "value": "Ask me again tomorrow"}]);
+    EntryKind::Delivery {
+        text: "Choose:".into(),
+        card: Some(json!({"title": title, "buttons": buttons})),
+        call_id: format!("call_{title}"),
+    }
+}
+
+/// A card the person answered reads answered wherever the conversation is
+/// shown, from the transcript: in a second tab (live, as the answer
+/// arrives) and after a reload, its buttons are disabled and the chosen
+/// one marked, so no second answer goes. Only an exact reply of one of
+/// its buttons answers a card (a "Later" reply sent as the box showed it
+/// too): a card the person wrote something else after stays open. (Only
+/// the tab that clicked disabled them; a second tab, or the same one
+/// reloaded, offered the card again and a click sent a second answer: QA.)
+#[tokio::test]
+async fn an_answered_card_reads_answered_in_every_tab() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(CARD_SCRIPT)).await else {
+        return;
+    };
+    let session = host.dm_after_hello("r").await;
+    ui_page::append(&host, &session, "r", [choice_card("Deploy")]).await;
+    ui_page::open_dm(&browser, &host, "r").await;
+    let open = json!({"disabled": [false, false, false], "chosen": []});
+    wait_card(&browser, "Deploy", open.clone()).await;
+    let first = browser.tab().await;
+    browser.new_tab().await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    wait_card(&browser, "Deploy", open.clone()).await;
+
+    let second = browser.new_tab().await;
+    browser.go(&format!("{}/#/bots/r", host.url)).await;
+    wait_card(&browser, "Deploy", open.clone()).await;
+
+    // answered in the first tab; the second learns it from its stream
+    browser.switch_to(&first).await;
+    click_card_button(&browser, "No").await;
+    let answered = json!({"disabled": [true, true, true], "chosen": ["No"]});
+    wait_card(&browser, "Deploy", answered.clone()).await;
+    browser.switch_to(&second).await;
+    wait_card(&browser, "Deploy", answered.clone()).await;
+    // and from the transcript once reloaded
+    browser
+        .js(
+            "document.getElementById('main').replaceChildren(); location.reload()",
+            json!([]),
+        )
+        .await;
+    wait_card(&browser, "Deploy", answered.clone()).await;
+    assert_eq!(user_messages(&host, &session).await, ["hello", "No"]);
+
+    // something else written after a card leaves it open; its "Later"
+    // reply, sent as the box shows it, answers it
+    ui_page::append(&host, &session, "r", [choice_card("Release")]).await;
+    wait_card(&browser, "Release", open.clone()).await;
+    browser
+        .type_in(
+            ".composer textarea",
+            &format!("Yes, but what would it do?{ENTER}"),
+        )
+        .await;
+    browser
+        .wait_text(".log .bubble", "echo: Yes, but what would it do?")
+        .await;
+    assert_eq!(card_state(&browser, "Release").await, open);
+    assert_eq!(card_state(&browser, "Deploy").await, answered);
+    let later = browser
+        .js(
+            r#"const card = [...document.querySelectorAll(".log .card")]
+                 .find((c) => c.querySelector(".card-title")?.textContent === "Release");
+               const b = [...card.querySelectorAll("button")].find((b) => b.textContent === "Later");
+               b.click();
+               return document.querySelector(".composer textarea").value"#,
+            json!([]),
+        )
+        .await;
+    assert_eq!(later, json!("Ask me again tomorrow"));
+    browser.type_in(".composer textarea", ENTER).await;
+    let later = json!({"disabled": [true, true, true], "chosen": ["Later"]});
+    wait_card(&browser, "Release", later).await;
+    assert_eq!(card_state(&browser, "Deploy").await, answered);
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}

@@ -2,15 +2,19 @@
 //! A bot paused by its daily budget reads paused, not working; a link
 //! into a long transcript loads a page around its entry and pages from
 //! there; logging out right after activity sends nothing without a token;
-//! a bot list whose first load was refused says why and loads on a click.
+//! a bot list whose first load was refused says why and loads on a click;
+//! messages that arrive below a view scrolled up are said.
 //!
 //! Skipped, with the reason printed, when chromium or chromedriver is not
 //! installed ([`ui_page::start`]).
 
+use botfleet_memory::EntryKind;
 use serde_json::json;
 
+use crate::support::browser::Browser;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
 use crate::support::ui_page::append_notices;
@@ -305,6 +309,114 @@ async fn a_bot_list_whose_first_load_failed_says_why_and_loads_on_a_click() {
     browser.click(".list [role=alert] button").await;
     browser.find(".list a[href='#/bots/r']").await;
     assert_eq!(browser.count(".list [role=alert]").await, 0);
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
+
+/// Appends notices `texts` to `session`, as the host appends them.
+async fn notices(host: &TestHost, session: &str, texts: &[&str]) {
+    let kinds = texts.iter().map(|text| EntryKind::Notice {
+        code: "test".into(),
+        text: (*text).into(),
+        retry_turn: None,
+    });
+    ui_page::append(host, session, "system", kinds).await;
+}
+
+/// Where the conversation's view stands: its scroll position, whether it
+/// shows the end, and the "new messages below" button's text when shown.
+async fn view(browser: &Browser) -> serde_json::Value {
+    browser
+        .js(
+            r#"const t = document.querySelector(".timeline");
+               const b = document.querySelector(".timeline .new-below button");
+               return {
+                 top: Math.round(t.scrollTop),
+                 at_end: t.scrollHeight - t.scrollTop - t.clientHeight < 2,
+                 below: b && !b.hidden ? b.textContent : null,
+               }"#,
+            json!([]),
+        )
+        .await
+}
+
+/// Scrolled up in a long conversation, messages that arrive leave the
+/// view where it is and are said: a "new messages below" button, in a
+/// status region, counts them; it goes to the newest and goes away, and
+/// so does scrolling to the end. (Nothing said that anything came: QA.)
+#[tokio::test]
+async fn messages_arriving_below_a_scrolled_up_view_are_said() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let session = host.dm_after_hello("r").await;
+    append_notices(&host, &session, 80).await;
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.wait_text(".log .notice", "notice 79").await;
+    let status = browser
+        .js(
+            "const s = document.querySelector('.timeline .new-below'); return s && s.getAttribute('role')",
+            json!([]),
+        )
+        .await;
+    assert_eq!(status, json!("status"));
+    let scroll_up = "const t = document.querySelector('.timeline'); t.scrollTop = 100";
+    browser.js(scroll_up, json!([])).await;
+    let shown = "const b = document.querySelector('.timeline .new-below button'); \
+                 return b && !b.hidden && b.textContent === arguments[0]";
+
+    notices(&host, &session, &["late one"]).await;
+    browser.wait_text(".log .notice", "late one").await;
+    browser
+        .wait_js(
+            "the new message said",
+            shown,
+            json!(["1 new message below"]),
+        )
+        .await;
+    assert_eq!(
+        view(&browser).await,
+        json!({"top": 100, "at_end": false, "below": "1 new message below"}),
+        "the view stays where it was"
+    );
+    notices(&host, &session, &["late two", "late three"]).await;
+    browser
+        .wait_js("three said", shown, json!(["3 new messages below"]))
+        .await;
+    browser.click(".timeline .new-below button").await;
+    browser
+        .wait_js(
+            "the newest in view, the button gone",
+            "const t = document.querySelector('.timeline'); \
+             const b = document.querySelector('.timeline .new-below button'); \
+             return b.hidden && t.scrollHeight - t.scrollTop - t.clientHeight < 2",
+            json!([]),
+        )
+        .await;
+
+    // scrolled up again: reaching the end by scrolling takes it away
+    browser.js(scroll_up, json!([])).await;
+    notices(&host, &session, &["late four"]).await;
+    browser
+        .wait_js(
+            "the new message said",
+            shown,
+            json!(["1 new message below"]),
+        )
+        .await;
+    browser
+        .js(
+            "const t = document.querySelector('.timeline'); t.scrollTop = t.scrollHeight",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_js(
+            "the button gone at the end",
+            "return document.querySelector('.timeline .new-below button').hidden",
+            json!([]),
+        )
+        .await;
     ui_page::no_page_errors(&browser).await;
     ui_page::finish(browser, host).await;
 }
