@@ -77,12 +77,16 @@ async fn fleet_leaving(reserve_mib: u64) -> TestHost {
         .await
 }
 
+/// [`fleet_leaving`] all but 64 MiB of what is free now.
+async fn fleet_with_64_mib_of_room() -> TestHost {
+    let probe = tempfile::tempdir().unwrap();
+    fleet_leaving(free_mib(probe.path()).saturating_sub(64)).await
+}
+
 #[tokio::test]
 async fn a_command_filling_the_disk_is_stopped_at_the_reserve_and_messages_still_go_in() {
-    let probe = tempfile::tempdir().unwrap();
-    let free = free_mib(probe.path());
-    // 64 MiB of room before the reserve: the command writes 512
-    let host = fleet_leaving(free.saturating_sub(64)).await;
+    // the command writes 512 MiB
+    let host = fleet_with_64_mib_of_room().await;
     let out = answer_as_bob(
         &host,
         "b1",
@@ -138,10 +142,8 @@ async fn nothing_is_written_or_started_far_below_the_reserve() {
 /// of the reserve, at most 64 MiB, beyond it).
 #[tokio::test]
 async fn no_file_grows_past_the_room_above_the_reserve() {
-    let probe = tempfile::tempdir().unwrap();
-    let free = free_mib(probe.path());
-    // 64 MiB of room before the reserve: at most 128 MiB per file
-    let host = fleet_leaving(free.saturating_sub(64)).await;
+    // at most 128 MiB per file
+    let host = fleet_with_64_mib_of_room().await;
     let out = answer_as_bob(
         &host,
         "b1",
