@@ -103,6 +103,7 @@ impl Runner {
         let mut last_calls = Vec::new();
         let mut answered = std::collections::HashSet::new();
         self.state.step = 0;
+        let delivery_reminder = EntryId::derive(self.turn, "reminder", "delivery");
         for e in &mine {
             match &e.kind {
                 EntryKind::Assistant { tool_calls, .. } => {
@@ -112,7 +113,13 @@ impl Runner {
                 EntryKind::ToolResult { call_id, .. } => {
                     answered.insert(call_id.clone());
                 }
-                EntryKind::Reminder { .. } => self.state.reminded = true,
+                // the delivery reminder only (the checkpoint has its flag
+                // already; a loop's, a cut-off answer's or a written
+                // call's reminder, taken for it, kept a resumed turn from
+                // ever being reminded to reply: audit, 2026-12-07)
+                EntryKind::Reminder { .. } if e.id == delivery_reminder => {
+                    self.state.reminded = true;
+                }
                 _ => {}
             }
         }
