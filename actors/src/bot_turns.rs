@@ -457,7 +457,19 @@ impl BotState {
             let count = self.crashes.entry(turn).or_insert(0);
             *count += 1;
             let max = self.rt.settings.max_turn_attempts;
-            if *count < max {
+            if run.hard.is_cancelled() {
+                // the person was told it was cancelled (above): it does
+                // not resume, with fresh tokens, to call its model and
+                // tools again (audit, 2026-12-07); as a cancel the store
+                // made wait, it ends failed saying so
+                self.crashes.remove(&turn);
+                self.pending.push_front(Pending::Fail {
+                    turn,
+                    session: run.session,
+                    inputs,
+                    error: format!("cancelled (and as it stopped: {error})"),
+                });
+            } else if *count < max {
                 let last_input = inputs.iter().map(|q| q.item.gid).max().unwrap_or(i64::MAX);
                 self.pending.push_front(Pending::Resume {
                     turn,

@@ -385,3 +385,82 @@ fn the_wait_for_the_store_doubles_up_to_a_minute() {
     // a count of 0 (never passed) is the first wait
     assert_eq!(store_retry_delay(0).as_secs(), 1);
 }
+
+/// A model whose first call waits until the turn is cancelled (signalling
+/// `entered` first) and then crashes its turn, as a panic on the way out
+/// of a cancelled step would; any later call replies.
+struct PanicOnCancelModel {
+    calls: Mutex<usize>,
+    entered: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl Model for PanicOnCancelModel {
+    fn describe(&self) -> String {
+        "panics when cancelled".into()
+    }
+
+    fn answers(&self, purpose: Purpose) -> bool {
+        matches!(purpose, Purpose::Turn)
+    }
+
+    async fn complete(
+        &self,
+        _request: &ModelRequest,
+        _sink: &mut dyn StreamSink,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let n = next_call(&self.calls);
+        if n == 0 {
+            self.entered.notify_one();
+            cancel.cancelled().await;
+            panic!("the cancelled turn crashes as it stops");
+        }
+        Ok(tool_step(
+            &format!("call-{n}"),
+            "SendMessage",
+            json!({ "text": "worked on after the cancel" }),
+        ))
+    }
+}
+
+/// A turn the person cancelled, whose run then crashed, stays stopped:
+/// the person was told it was cancelled, and the crash queued it to
+/// resume with fresh tokens, so it called the model and its tools again
+/// (audit, 2026-12-07). It ends failed, saying it was cancelled, as a
+/// cancel the store made wait does.
+#[tokio::test]
+async fn a_cancelled_turn_that_crashes_is_not_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let model: Arc<dyn Model> = Arc::new(PanicOnCancelModel {
+        calls: Mutex::new(0),
+        entered: entered.clone(),
+    });
+    let rt = fleet_runtime(dir.path(), model, ToolRegistry::builtin());
+    let bot = alices_bot(&["SendMessage"]);
+    let fleet = FleetHandle::start(rt, vec![bot.clone()]).await.unwrap();
+    let alice = UserId::new("alice").unwrap();
+    let req = crate::protocol::user_message(&alice, &bot, "work on it", None);
+    let session: SessionId = req.entry.session;
+    fleet.admit(req).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), entered.notified())
+        .await
+        .expect("the turn called its model");
+    assert!(
+        fleet.cancel(&bot.id).await.unwrap(),
+        "the cancel is answered"
+    );
+    let entries = turn_ended(fleet.store(), session).await;
+    fleet.shutdown().await;
+    assert_eq!(ends(&entries), vec![TurnStatus::Failed], "{entries:#?}");
+    assert!(deliveries(&entries).is_empty(), "{entries:#?}");
+    let failure = entries
+        .iter()
+        .find_map(|e| match &e.kind {
+            EntryKind::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .expect("a notice");
+    assert!(failure.contains("cancelled"), "{failure}");
+}
