@@ -440,7 +440,11 @@ impl Writer {
                          WHERE created_at < ?1 AND (nonce_ms IS NULL OR nonce_ms < ?1)",
                     )?
                     .execute(params![before_ms])?;
-                if before_ms > self.horizon_ms {
+                // `>=`: a replay of the same prune after its transaction
+                // was rolled back (its group had a failing batch) found the
+                // horizon raised in memory and wrote no meta row, so a
+                // restart forgot it (audit)
+                if before_ms >= self.horizon_ms {
                     self.horizon_ms = before_ms;
                     set_meta(
                         &self.conn,
@@ -451,7 +455,7 @@ impl Writer {
                 Ok(MutationResult::Count(n))
             }
             Mutation::LedgerHorizon { at_ms } => {
-                if *at_ms > self.horizon_ms {
+                if *at_ms >= self.horizon_ms {
                     self.horizon_ms = *at_ms;
                     // read back at the next start as a restore's is
                     set_meta(&self.conn, "restored_at_ms", &at_ms.to_string())?;

@@ -78,10 +78,27 @@ impl Writer {
             for mutation in batch {
                 match self.apply(mutation, &mut touched) {
                     Ok(r) => out.push(r),
-                    Err(_) => {
-                        self.conn.execute_batch("ROLLBACK")?;
+                    Err(e) => {
+                        // a write error inside a statement (a full disk, a
+                        // file-size limit, an I/O error as the page cache
+                        // spills into the WAL) has SQLite roll the whole
+                        // transaction back itself: nothing is left to roll
+                        // back, and no batch of the group was applied, so
+                        // the group fails with that error (audit: the
+                        // writer's own ROLLBACK failed, returned before
+                        // the caches were cleared, and answered `Rejected`)
+                        let gone = self.conn.is_autocommit();
+                        let rolled_back = if gone {
+                            Ok(())
+                        } else {
+                            self.conn.execute_batch("ROLLBACK")
+                        };
                         self.seqs.clear();
                         self.sessions.clear();
+                        if gone {
+                            return Err(e);
+                        }
+                        rolled_back?;
                         return Ok(None);
                     }
                 }
@@ -191,8 +208,23 @@ impl Writer {
             self.fail_group(jobs, "begin failed", &StoreError::from(e));
             return;
         }
-        for (batch, _) in jobs.iter() {
-            results.push(self.apply_job(batch, &mut touched));
+        for i in 0..jobs.len() {
+            let result = self.apply_job(&jobs[i].0, &mut touched);
+            if self.conn.is_autocommit() {
+                // SQLite rolled the whole group back itself (see
+                // `try_group`): the next job's `SAVEPOINT` would open a
+                // transaction of its own, which its `RELEASE` committed
+                // while the group's `COMMIT` failed and its caller was told
+                // so (audit)
+                self.seqs.clear();
+                self.sessions.clear();
+                let e = result.err().unwrap_or_else(|| {
+                    StoreError::Rejected("the transaction ended before its commit".into())
+                });
+                self.fail_group(jobs, "a write failed and SQLite rolled the group back", &e);
+                return;
+            }
+            results.push(result);
         }
         // a job that found the database damaged: none of the group is
         // committed, the damage is latched (`writer_health.rs`)
@@ -247,7 +279,18 @@ impl Writer {
                 Ok(out)
             }
             Some(e) => {
-                self.conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+                // undone alone, or with the whole group when SQLite rolled
+                // it back itself or the savepoint cannot be: the caller
+                // sees the transaction gone (`is_autocommit`) and fails the
+                // group with `e`
+                let undone = self.conn.is_autocommit()
+                    || self
+                        .conn
+                        .execute_batch("ROLLBACK TO job; RELEASE job")
+                        .is_ok();
+                if !undone {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
                 for session in local.keys() {
                     self.seqs.remove(session);
                 }
@@ -277,6 +320,17 @@ fn group_failure(during: &str, e: &StoreError) -> StoreError {
         StoreError::Damaged { detail } => StoreError::Damaged {
             detail: detail.clone(),
         },
+        // another process holds the write lock past the busy timeout: a
+        // retry may succeed (`503`), where `Rejected` read as a refusal
+        // of the write itself (`500`; audit)
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(code, message))
+            if matches!(
+                code.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ) =>
+        {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(*code, message.clone()))
+        }
         StoreError::Sqlite(_)
         | StoreError::Io { .. }
         | StoreError::Corrupt { .. }

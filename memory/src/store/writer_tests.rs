@@ -738,3 +738,80 @@ async fn jobs_committed_beside_a_failed_one_signal_their_sessions() -> TestResul
     store.close().await;
     Ok(())
 }
+
+/// A mutation that always fails: the checkpoint of a turn never started.
+fn failing() -> Mutation {
+    Mutation::Checkpoint {
+        turn: TurnId::new_v7(),
+        checkpoint: serde_json::json!({}),
+    }
+}
+
+/// The ledger's horizon, raised in memory by a prune (or a start's
+/// `LedgerHorizon`) whose transaction was then rolled back, kept the
+/// replay from writing its meta row, so a restart forgot it and a pruned
+/// UUIDv7 key was accepted again (audit, 2026-12-07).
+#[tokio::test]
+async fn a_horizon_replayed_after_a_rolled_back_batch_survives_a_restart() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    let now = store.clock().now_ms();
+    let an_hour_ago = Some(now - 3_600_000);
+    let first = admit(&store, user_message("old", an_hour_ago)?).await?;
+    assert!(matches!(first, AdmitOutcome::Accepted(_)), "{first:?}");
+    // past the admission's own time, a few ms after `now`
+    let prune = || Mutation::PruneLedger {
+        before_ms: now + 60_000,
+    };
+    // the prune's batch fails (rolled back), then it is written alone
+    assert!(store.write(vec![prune(), failing()]).await.is_err());
+    store.write(vec![prune()]).await?;
+    assert_eq!(store.count("ledger").await?, 0);
+    assert_eq!(
+        store.meta("ledger_pruned_before_ms").await?,
+        Some((now + 60_000).to_string())
+    );
+    // so is a start's horizon
+    let horizon = Mutation::LedgerHorizon {
+        at_ms: now + 60_001,
+    };
+    assert!(store.write(vec![horizon.clone(), failing()]).await.is_err());
+    store.write(vec![horizon]).await?;
+    assert_eq!(
+        store.meta("restored_at_ms").await?,
+        Some((now + 60_001).to_string())
+    );
+    store.close().await;
+    drop(store);
+    let store = open(&dir)?;
+    let again = admit(&store, user_message("old", an_hour_ago)?).await?;
+    assert!(matches!(again, AdmitOutcome::Unknown { .. }), "{again:?}");
+    store.close().await;
+    Ok(())
+}
+
+/// Another process holding the write lock past the busy timeout (5 s) is a
+/// store that may take the write later (`503`), not a refusal of the
+/// write itself (`Rejected`, `500`; audit, 2026-12-07).
+#[tokio::test]
+async fn a_write_lock_held_elsewhere_is_answered_busy_not_rejected() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = open(&dir)?;
+    admit(&store, user_message("a", None)?).await?;
+    let other = rusqlite::Connection::open(dir.path().join("fleet.db"))?;
+    other.execute_batch("BEGIN IMMEDIATE")?;
+    let e = store
+        .write(vec![user_message("b", None)?])
+        .await
+        .err()
+        .ok_or("the write lock is held elsewhere")?;
+    other.execute_batch("ROLLBACK")?;
+    assert!(e.is_retryable(), "{e:?}");
+    // and it is taken once the lock is free
+    assert!(matches!(
+        admit(&store, user_message("b", None)?).await?,
+        AdmitOutcome::Accepted(_)
+    ));
+    store.close().await;
+    Ok(())
+}
