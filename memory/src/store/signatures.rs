@@ -7,7 +7,8 @@
 //! A signature is written in the transaction that admits its delivery
 //! ([`Mutation::RememberSignature`](crate::Mutation::RememberSignature),
 //! batched before the `Admit`), and counts only while the ledger holds
-//! that delivery with the same digest: a crash leaves both or neither, and
+//! that delivery with the digest it was written with: a crash leaves both
+//! or neither, and
 //! the row of a delivery that was not admitted (a `conflict`, an
 //! `unknown`) counts for nothing and is replaced by the next delivery of
 //! its signature. Bounded: past `max_kept` rows of one source the oldest
@@ -44,14 +45,16 @@ pub(crate) struct Signed<'a> {
 /// the oldest rows of its source past `max_kept`.
 pub(crate) fn remember(conn: &Connection, signed: &Signed<'_>, now: i64) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO hook_signatures (source, signature, delivery, n, until_ms)
+        "INSERT INTO hook_signatures (source, signature, delivery, n, until_ms, digest)
          VALUES (?1, ?2, ?3,
-                 (SELECT coalesce(max(n), 0) + 1 FROM hook_signatures WHERE source = ?1), ?4)
+                 (SELECT coalesce(max(n), 0) + 1 FROM hook_signatures WHERE source = ?1), ?4, ?6)
          ON CONFLICT (source, signature) DO UPDATE
-         SET delivery = excluded.delivery, n = excluded.n, until_ms = excluded.until_ms
+         SET delivery = excluded.delivery, n = excluded.n, until_ms = excluded.until_ms,
+             digest = excluded.digest
          WHERE hook_signatures.until_ms <= ?5
             OR NOT EXISTS (SELECT 1 FROM ledger l WHERE l.source = hook_signatures.source
-                           AND l.nonce = hook_signatures.delivery AND l.digest = ?6)",
+                           AND l.nonce = hook_signatures.delivery
+                           AND l.digest = coalesce(hook_signatures.digest, ?6))",
     )?
     .execute(params![
         signed.source,
@@ -83,8 +86,10 @@ impl Store {
     /// The delivery id `signature` (a digest of a webhook delivery's
     /// signature) was first remembered with under the ledger source
     /// `source`, and until when (ms), if it is remembered still: not
-    /// expired, and that delivery is in the ledger with `digest` (the
-    /// admission's digest of the body the signature covers).
+    /// expired, and that delivery is in the ledger with the digest it was
+    /// remembered with, whatever body the signature comes with now (the
+    /// caller answers another body as a conflict). `digest`, the asking
+    /// request's, stands in for it on rows written before migration 31.
     pub async fn remembered_signature(
         &self,
         source: &str,
@@ -110,7 +115,7 @@ fn find(
             "SELECT s.delivery, s.until_ms FROM hook_signatures s
              WHERE s.source = ?1 AND s.signature = ?2 AND s.until_ms > ?3
                AND EXISTS (SELECT 1 FROM ledger l WHERE l.source = s.source
-                           AND l.nonce = s.delivery AND l.digest = ?4)",
+                           AND l.nonce = s.delivery AND l.digest = coalesce(s.digest, ?4))",
         )?
         .query_row(params![source, signature.0.as_slice(), now, digest], |r| {
             Ok((r.get(0)?, r.get(1)?))
