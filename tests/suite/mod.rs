@@ -63,6 +63,7 @@ mod crash;
 mod crash_cancel_kill;
 mod crash_paused;
 mod crash_reminder_resume;
+mod crash_subagent_fail;
 mod crash_usage_resume;
 mod create_agent_names;
 mod created_agent_tools;

@@ -577,6 +577,13 @@ impl Runner {
                 }
             }
             Some(PlanKind::Fail { error, inputs }) => {
+                // hops and chain come from its inputs, as for a resumed
+                // turn: a subagent's task failed after its crashes wrote
+                // its report at hop 1 and with no chain, so the parent's
+                // next turn ran under a budget started over and without
+                // the chain's limit (audit, 2026-12-07)
+                let entries = self.input_entries(&inputs).await?;
+                self.set_origin(&entries);
                 if !self.load_record().await? {
                     self.begin(inputs);
                 } else {
