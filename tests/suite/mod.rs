@@ -188,6 +188,7 @@ mod room_duplicates;
 mod room_ids;
 mod room_live_replies;
 mod room_member_left;
+mod room_member_removed;
 mod room_member_task;
 mod room_memory_refusal;
 mod room_mention_left;

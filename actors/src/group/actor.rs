@@ -302,7 +302,11 @@ impl Actor for GroupActor {
                 .is_some_and(|w| w.session == session && seq > w.scanned),
             GroupMsg::Recheck => {
                 state.recheck_armed = false;
-                state.current.as_ref().is_some_and(|c| c.wait.is_some())
+                let waits = state.current.as_ref().is_some_and(|c| c.wait.is_some());
+                if waits && let Err(e) = state.leave_a_member_gone().await {
+                    tracing::warn!(room = %state.room.id, error = %e, "could not look whether the awaited member still takes turns");
+                }
+                waits
             }
             GroupMsg::Retry => {
                 state.retry_armed = false;

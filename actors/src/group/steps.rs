@@ -324,6 +324,59 @@ impl GroupState {
         Ok(())
     }
 
+    /// Whether `bot` runs no more turns (see [`absent`], [`withdrawn`]).
+    async fn takes_no_turns(&self, bot: &BotId) -> Result<bool, GroupError> {
+        Ok(match self.rt.store.get_bot(bot).await? {
+            Some(b) => {
+                absent(&self.rt.store, &b).await?.is_some()
+                    || withdrawn(&self.rt.store, &self.room, &b).await?
+            }
+            None => false,
+        })
+    }
+
+    /// The discussion goes on without member `bot`: its input closed, its
+    /// part recorded (what it published while a turn of it ran stays
+    /// published, and counts), no wait for it.
+    async fn go_on_without(&mut self, bot: &BotId) -> Result<(), GroupError> {
+        self.close_input(bot).await?;
+        let Some(cur) = self.current.as_mut() else {
+            return Ok(());
+        };
+        cur.wait = None;
+        if let Some(progress) = cur.state.progress.as_mut() {
+            let live = std::mem::take(&mut progress.live);
+            progress.era = None;
+            progress.run.record(match live.len() {
+                0 => Turn::Absent,
+                n => Turn::Spoke(u32::try_from(n).unwrap_or(u32::MAX)),
+            });
+        }
+        Ok(())
+    }
+
+    /// Looked at while the run waits for a member's turn (each
+    /// [`GroupMsg::Recheck`]): a member removed by its owner or a subagent
+    /// stopped while its input still waited in its queue starts no turn,
+    /// so no turn of it ends, and the run (and every later message to the
+    /// room) waited for good, until a restart (audit, 2026-12-07). Its
+    /// running turn, if any, is cancelled and ends as usual.
+    pub(super) async fn leave_a_member_gone(&mut self) -> Result<(), GroupError> {
+        let Some(bot) = self
+            .current
+            .as_ref()
+            .and_then(|c| c.wait.as_ref())
+            .map(|w| w.bot.clone())
+        else {
+            return Ok(());
+        };
+        if self.takes_no_turns(&bot).await? {
+            tracing::info!(room = %self.room.id, member = %bot, "the awaited member runs no more turns: the discussion goes on without it");
+            self.go_on_without(&bot).await?;
+        }
+        Ok(())
+    }
+
     /// Hands `member` its input — the new public messages, including the
     /// pending replies — in the same transaction as those replies and the
     /// checkpoint, and starts waiting for its turn.
@@ -337,15 +390,7 @@ impl GroupState {
         let Some(bot) = self.room.members.get(member).cloned() else {
             return Err(GroupError::Invalid(format!("no member {member}")));
         };
-        let record = self.rt.store.get_bot(&bot).await?;
-        let gone = match &record {
-            Some(b) => {
-                absent(&self.rt.store, b).await?.is_some()
-                    || withdrawn(&self.rt.store, &self.room, b).await?
-            }
-            None => false,
-        };
-        if gone {
+        if self.takes_no_turns(&bot).await? {
             // no longer in the fleet's config, or a subagent that was
             // stopped, or its owner no longer shares it and the start took
             // it out of the room (since the message was posted): it runs
@@ -355,21 +400,7 @@ impl GroupState {
             // covers that too: its input is closed, so a turn of it resumed
             // later (listed again) has what it sends held, not told it was
             // delivered
-            self.close_input(&bot).await?;
-            if let Some(progress) = self
-                .current
-                .as_mut()
-                .and_then(|c| c.state.progress.as_mut())
-            {
-                // what it published while its turn ran before the
-                // restart stays published, and counts
-                let live = std::mem::take(&mut progress.live);
-                progress.era = None;
-                progress.run.record(match live.len() {
-                    0 => Turn::Absent,
-                    n => Turn::Spoke(u32::try_from(n).unwrap_or(u32::MAX)),
-                });
-            }
+            self.go_on_without(&bot).await?;
             return Ok(());
         }
         // pending replies, shown with provisional seqs above every stored one
