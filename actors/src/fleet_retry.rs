@@ -145,6 +145,43 @@ impl FleetHandle {
                 pause.reason()
             )));
         }
+        // a member's turn of a discussion that ran with the shared surface
+        // (another user's message, or the room shared then) would run
+        // again with the owner's private tools once the room is not
+        // shared (the surface follows the discussion the room runs now):
+        // refused, as is one whose discussion cannot be told any more
+        if room
+            && let Some(s) = &session
+            && let Ok(room_id) = botfleet_memory::RoomId::new(&s.key.peer)
+            && let Some(room) = self.rt.store.get_room(&room_id).await?
+            && !room.shared
+        {
+            for gid in &record.inputs {
+                let shared = match self.rt.store.room_input_trigger(&room_id, *gid).await? {
+                    Some(trigger) => {
+                        crate::group::discussion_was_shared(&self.rt.store, &room, trigger)
+                            .await
+                            .map_err(|e| ActorError::Invalid(e.to_string()))?
+                    }
+                    None => None,
+                };
+                if shared != Some(false) {
+                    return Err(ActorError::Conflict(format!(
+                        "turn {turn} was not retried: it is {}'s turn in a discussion of room {} \
+                         that ran with a shared room's tools (another user's message, or the room \
+                         shared then){}; the room is not shared now, so a retry would give that \
+                         discussion this room's private tools: post a new message to the room instead",
+                        record.bot,
+                        room.id,
+                        if shared.is_none() {
+                            ", or one this host can no longer tell"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+            }
+        }
         // a later turn of the conversation running before its first step
         // is stored (the store checks the stored ones with the requeue):
         // its context holds these inputs, so the retried turn would

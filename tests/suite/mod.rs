@@ -198,6 +198,7 @@ mod room_owner_gone;
 mod room_publish_limit;
 mod room_races;
 mod room_reaction;
+mod room_retry_surface;
 mod room_review_refused;
 mod room_shared_by_config;
 mod room_shared_late;

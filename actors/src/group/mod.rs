@@ -59,6 +59,7 @@ mod refused;
 pub mod room;
 mod rooms;
 pub mod run;
+mod run_surface;
 mod steps;
 mod unshared;
 
@@ -91,4 +92,5 @@ pub use rooms::RoomsActor;
 pub use rooms::RoomsMsg;
 pub(crate) use rooms::start_supervisor;
 pub use run::Limits;
+pub use run_surface::discussion_was_shared;
 pub(crate) use unshared::withdraw_unshared;

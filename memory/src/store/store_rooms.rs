@@ -1,5 +1,7 @@
 //! The [`Store`]'s reads of group rooms and their runs.
 
+use rusqlite::OptionalExtension;
+
 use super::Store;
 use super::rooms;
 use crate::error::Result;
@@ -66,6 +68,27 @@ impl Store {
     ) -> Result<Option<crate::record::RoomRunRecord>> {
         let room = room.clone();
         self.read(move |c| rooms::last_done_run(c, &room)).await
+    }
+
+    /// The seq of the message whose discussion in `room` gave the member
+    /// input at `gid` (the coordinator admits each input under
+    /// `{trigger_seq}:{round}:{slot}`); `None` when the ledger no longer
+    /// holds it (pruned after its retention) or it is no room input. It
+    /// walks the room's ledger rows: for a retry, not for every turn.
+    pub async fn room_input_trigger(
+        &self,
+        room: &crate::ids::RoomId,
+        gid: i64,
+    ) -> Result<Option<i64>> {
+        let source = format!("room:{room}");
+        self.read_many(move |c| {
+            let nonce: Option<String> = c
+                .prepare_cached("SELECT nonce FROM ledger WHERE source = ?1 AND gid = ?2")?
+                .query_row(rusqlite::params![source, gid], |r| r.get(0))
+                .optional()?;
+            Ok(nonce.and_then(|n| n.split(':').next()?.parse().ok()))
+        })
+        .await
     }
 
     /// One run of a room, by the seq of the message that started it.
