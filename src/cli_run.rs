@@ -70,6 +70,9 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     // and the exit goes on
     let _ = tokio::spawn(running.shutdown()).await;
     guard.done();
+    // the stop's last word: the log showed "stopping…" and nothing after
+    // it, whether the stop finished or was cut off (QA)
+    outln!("stopped cleanly");
     Ok(ExitCode::SUCCESS)
 }
 

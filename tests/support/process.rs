@@ -129,6 +129,13 @@ impl HostProcess {
             std::fs::read_to_string(log).unwrap_or_default()
         );
         self.drain_log().await;
+        // and says so, after its "stopping…"
+        let logged = std::fs::read_to_string(log).unwrap_or_default();
+        let stopping = logged.rfind("stopping…").unwrap_or(0);
+        assert!(
+            logged[stopping..].contains("stopped cleanly"),
+            "the log does not say \"stopped cleanly\" after its last \"stopping…\":\n{logged}"
+        );
     }
 }
 
