@@ -169,6 +169,12 @@ pub(super) async fn build_action(
         }
         scripts = shell_scripts(ctx, args).await;
     }
+    let links = links_followed(ctx, surface, args);
+    if !links.is_empty()
+        && let Some(map) = canonical.as_object_mut()
+    {
+        map.insert("writes_through_links".into(), Value::Array(links));
+    }
     let mut summary = match tool {
         "Shell" => format!("run `{}`", summary_text(&text("command"))),
         // the size of what would be written, not of its scrubbed text
@@ -289,31 +295,12 @@ pub(super) async fn review(
 /// repository's `.git`, made by an earlier command, let `cp` plant a hook
 /// unasked).
 fn symlinked_target(ctx: &ToolContext<'_>, action: &Action) -> ReviewDecision {
-    let text = |key: &str| action.args.get(key).and_then(Value::as_str);
-    let (given, cwd): (Vec<String>, Option<&str>) = match action.surface {
-        ReviewSurface::FileWrite => (text("path").into_iter().map(str::to_owned).collect(), None),
-        ReviewSurface::Shell => (written_targets(text("command").unwrap_or("")), text("cwd")),
-        _ => return ReviewDecision::Allow,
-    };
-    let workspace = ctx.workspace();
-    let root = workspace.root();
-    let base = cwd
-        .and_then(|c| workspace.resolve(c).ok())
-        .unwrap_or_else(|| root.to_path_buf());
-    for given in &given {
-        if sensitive_write_target(given).is_some() {
+    for (given, rel) in written_files(ctx, action.surface, &action.args) {
+        if sensitive_write_target(&given).is_some() {
             // the rules asked already
             continue;
         }
-        let resolved = workspace
-            .resolve(&base.join(given).to_string_lossy())
-            .ok()
-            .and_then(|p| {
-                p.strip_prefix(root)
-                    .ok()
-                    .map(|rel| rel.to_string_lossy().into_owned())
-            });
-        if let Some(rel) = resolved
+        if let Some(rel) = rel
             && let Some(what) = sensitive_write_target(&rel)
         {
             return ReviewDecision::Ask {
@@ -322,6 +309,61 @@ fn symlinked_target(ctx: &ToolContext<'_>, action: &Action) -> ReviewDecision {
         }
     }
     ReviewDecision::Allow
+}
+
+/// The files a Write/Edit (its `path`) or a Shell command (the files it
+/// writes) would write, each as given and where it leads now, relative
+/// to the workspace's root (`None` when it cannot be resolved there).
+fn written_files(
+    ctx: &ToolContext<'_>,
+    surface: ReviewSurface,
+    args: &Value,
+) -> Vec<(String, Option<String>)> {
+    let text = |key: &str| args.get(key).and_then(Value::as_str);
+    let (given, cwd): (Vec<String>, Option<&str>) = match surface {
+        ReviewSurface::FileWrite => (text("path").into_iter().map(str::to_owned).collect(), None),
+        ReviewSurface::Shell => (written_targets(text("command").unwrap_or("")), text("cwd")),
+        _ => return Vec::new(),
+    };
+    let workspace = ctx.workspace();
+    let root = workspace.root();
+    let base = cwd
+        .and_then(|c| workspace.resolve(c).ok())
+        .unwrap_or_else(|| root.to_path_buf());
+    given
+        .into_iter()
+        .map(|given| {
+            let rel = workspace
+                .resolve(&base.join(&given).to_string_lossy())
+                .ok()
+                .and_then(|p| {
+                    p.strip_prefix(root)
+                        .ok()
+                        .map(|rel| rel.to_string_lossy().into_owned())
+                });
+            (given, rel)
+        })
+        .collect()
+}
+
+/// Where the files an action writes lead through symlinks, for those
+/// that lead elsewhere than as given (`a.txt -> .bashrc`), as a part of
+/// the action: an approval covers the file a link led to when the person
+/// decided, and a link re-pointed before the approved call ran made it
+/// write another (audit, 2026-12-07).
+fn links_followed(ctx: &ToolContext<'_>, surface: ReviewSurface, args: &Value) -> Vec<Value> {
+    written_files(ctx, surface, args)
+        .into_iter()
+        .filter_map(|(given, rel)| {
+            let rel = rel?;
+            let plain = std::path::Path::new(&given)
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect::<std::path::PathBuf>();
+            (plain != std::path::Path::new(&rel))
+                .then(|| Value::String(format!("{given} -> {rel}")))
+        })
+        .collect()
 }
 
 /// Logs a decision that was not `allow` (tracing and the review log).

@@ -230,3 +230,34 @@ async fn git_settings_that_run_commands_are_asked_about_in_shell() {
         rec.reason
     );
 }
+
+/// An approval of a Write through a symlink covers the file the link led
+/// to when the person decided, not wherever it leads when the call runs:
+/// re-pointed from `.bashrc` to `.profile` in between, the approval of the
+/// one wrote the other (audit, 2026-12-07). Where the path leads is part
+/// of the action, so the re-pointed write is asked about again.
+#[tokio::test]
+async fn an_approved_write_through_a_symlink_does_not_follow_it_re_pointed() {
+    let fx = Fx::new(ReviewModes::default()).await;
+    let root = fx.ws().root().to_path_buf();
+    std::fs::write(root.join(".bashrc"), "").unwrap();
+    std::fs::write(root.join(".profile"), "").unwrap();
+    std::os::unix::fs::symlink(".bashrc", root.join("a.txt")).unwrap();
+    let write = json!({"path": "a.txt", "content": "export X=1\n"});
+    let id = approval_of(&fx.check("Write", write.clone()).await);
+    fx.decide(id, ApprovalDecision::Approve).await;
+    std::fs::remove_file(root.join("a.txt")).unwrap();
+    std::os::unix::fs::symlink(".profile", root.join("a.txt")).unwrap();
+    let again = approval_of(&fx.check("Write", write.clone()).await);
+    assert_ne!(again, id, "a write to .profile is another action");
+    let old = fx.rt.store.approval(id).await.unwrap().unwrap();
+    assert!(old.consumed_at.is_none(), "the old approval was not used");
+    // pointed back, the approved write runs with its approval
+    std::fs::remove_file(root.join("a.txt")).unwrap();
+    std::os::unix::fs::symlink(".bashrc", root.join("a.txt")).unwrap();
+    let d = fx.check("Write", write).await;
+    assert!(
+        matches!(&d, GateDecision::Run { approval: Some(a), .. } if *a == id),
+        "{d:?}"
+    );
+}
