@@ -371,6 +371,9 @@ prompts! {
     hop_budget => "hop_budget.md",
     /// The hop budget error: work for a subagent not given.
     hop_budget_task => "hop_budget_task.md",
+    /// The hop budget error: work for a subagent not given in a
+    /// conversation another bot started, whose answer would not fit.
+    hop_budget_task_answer => "hop_budget_task_answer.md",
     /// After a hop budget error in a conversation with a person.
     hop_budget_answer => "hop_budget_answer.md",
     /// After a hop budget error in a conversation with a bot.

@@ -536,3 +536,58 @@ steps = [
     );
     host.shutdown().await;
 }
+
+/// A bot messaged by another at hop 1 of a budget of 3: a task (hop 2)
+/// and its report (hop 3) fit, but its answer to the asking bot (hop 4)
+/// would not, so the subagent's work could never reach that bot: Task is
+/// refused saying so, and the bot answers the asker itself (audit,
+/// 2026-12-07: the task ran, and the answer was refused after it).
+#[tokio::test]
+async fn a_task_whose_answer_to_the_asking_bot_would_not_fit_is_not_started() {
+    let script = r#"
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { tool = "SendToAgent", args = { agent = "b", text = "DELEGATE this" } },
+  { text = "asked" },
+]
+
+[[rule]]
+bot = "b"
+match = "DELEGATE"
+steps = [
+  { tool = "Task", args = { description = "deleg job", prompt = "some work" } },
+  { tool = "SendMessage", args = { text = "could not delegate: {{tool_result}}" } },
+]
+
+[[rule]]
+bot = "p"
+steps = [ { text = "heard back" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("p", "s", &["SendMessage", "SendToAgent"])
+        .bot("b", "s", TOOLS)
+        .runtime("debounce_ms = 0\nextract_memory = false\nmax_hops = 3")
+        .tables("[review]\nsubagent = \"off\"")
+        .start()
+        .await;
+    let session = host.complete_turn("p", "delegate please").await;
+    let heard = host
+        .wait_for(&session, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "agent_message" && e["from"] == "b")
+                .cloned()
+        })
+        .await;
+    let text = heard["text"].as_str().unwrap();
+    assert!(
+        text.contains("your answer to p")
+            && text.contains("has 2 left of its hop budget of 3")
+            && text.contains("One bot-to-bot message is still left"),
+        "{heard:#}"
+    );
+    assert!(subagents_of(&host, "b").await.is_empty());
+    host.shutdown().await;
+}

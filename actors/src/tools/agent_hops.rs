@@ -131,6 +131,33 @@ pub(crate) async fn hop_budget_spent(
     refusal(ctx, what.unwrap_or_default(), instead, reply_left)
 }
 
+/// The refusal of Task or MessageSubagent (`cut`) to `to` at `hop` in a
+/// conversation another bot started, where the task and its report fit
+/// the hop budget but the answer owed to that bot, one hop after the
+/// report, would not: the subagent's work was done and its result could
+/// never reach the bot that asked (audit, 2026-12-07). As
+/// [`hop_budget_spent`], the person who started the chain is told.
+pub(crate) async fn answer_budget_spent(
+    ctx: &ToolContext<'_>,
+    to: &BotId,
+    hop: u32,
+    cut: Cut<'_>,
+    instead: &str,
+) -> ToolError {
+    let max = ctx.rt.settings.max_hops;
+    tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget leaves no answer to the asking bot after a task");
+    cut_off(ctx, &cut.notice_part(to), CutBy::Hops).await;
+    let what = prompts()
+        .hop_budget_task_answer
+        .render(&[
+            ("asker", &ctx.scope.session.key.peer),
+            ("max", &max.to_string()),
+            ("left", &max.saturating_sub(ctx.scope.hop).to_string()),
+        ])
+        .unwrap_or_default();
+    refusal(ctx, what, instead, ctx.scope.hop < max)
+}
+
 /// The bound of `runtime.max_chain_messages` on a call of `tool` that
 /// would send `cut` to `to`, for the writer to check as the call's
 /// outcome commits (the chain's messages between bots, counted by the

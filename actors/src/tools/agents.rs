@@ -53,6 +53,7 @@ use crate::model::ToolSpec;
 #[path = "agent_hops.rs"]
 mod hops;
 pub(crate) use hops::Cut;
+pub(crate) use hops::answer_budget_spent;
 pub(crate) use hops::chain_limit;
 pub(crate) use hops::hop_budget_spent;
 

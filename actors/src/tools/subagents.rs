@@ -51,6 +51,7 @@ use super::ToolError;
 use super::ToolOutput;
 use super::agents::Cut;
 use super::agents::TextProblem;
+use super::agents::answer_budget_spent;
 use super::agents::bounded;
 use super::agents::chain_limit;
 use super::agents::check_text;
@@ -130,6 +131,13 @@ async fn hop_to_child(
     let hop = ctx.scope.hop.saturating_add(1);
     if hop.saturating_add(1) > ctx.rt.settings.max_hops {
         return Err(hop_budget_spent(ctx, child, hop, cut, next_step).await);
+    }
+    // in a conversation another bot started, this bot owes it an answer,
+    // one hop after the report
+    if ctx.scope.session.key.kind == SessionKind::Agent
+        && hop.saturating_add(2) > ctx.rt.settings.max_hops
+    {
+        return Err(answer_budget_spent(ctx, child, hop, cut, next_step).await);
     }
     Ok((hop, chain_limit(ctx, tool, child, cut, next_step).await))
 }
