@@ -163,7 +163,8 @@ pub enum GroupMsg {
         seq: i64,
     },
     /// Re-read the awaited member's session (a slow timer, in case a
-    /// change signal was missed).
+    /// change signal was missed), and look whether that member still takes
+    /// turns ([`GroupState::leave_a_member_gone`]).
     Recheck,
     /// Retry after a failure.
     Retry,
@@ -224,6 +225,9 @@ pub struct GroupState {
     /// (a context cut after a turn the room outlived: `super::era`).
     pub(super) cuts: Vec<botfleet_memory::Mutation>,
     pub(super) recheck_armed: bool,
+    /// A recheck came: once the awaited member's session is read, look
+    /// whether the member still takes turns.
+    pub(super) check_awaited: bool,
     pub(super) retry_armed: bool,
     pub(super) wakes: u64,
     pub(super) idle_since: Option<Instant>,
@@ -277,6 +281,7 @@ impl Actor for GroupActor {
             pending: Vec::new(),
             cuts: Vec::new(),
             recheck_armed: false,
+            check_awaited: false,
             retry_armed: false,
             wakes: 0,
             idle_since: None,
@@ -303,9 +308,7 @@ impl Actor for GroupActor {
             GroupMsg::Recheck => {
                 state.recheck_armed = false;
                 let waits = state.current.as_ref().is_some_and(|c| c.wait.is_some());
-                if waits && let Err(e) = state.leave_a_member_gone().await {
-                    tracing::warn!(room = %state.room.id, error = %e, "could not look whether the awaited member still takes turns");
-                }
+                state.check_awaited = waits;
                 waits
             }
             GroupMsg::Retry => {
@@ -448,6 +451,14 @@ impl GroupState {
                         // the turn runs on: its replies so far go out now
                         self.publish_live().await?;
                         if full {
+                            continue;
+                        }
+                        // what the session holds is read first: a turn
+                        // that ended just before its bot was removed is
+                        // taken as it ended, its replies with it
+                        if std::mem::take(&mut self.check_awaited)
+                            && self.leave_a_member_gone().await?
+                        {
                             continue;
                         }
                         if !self.recheck_armed {

@@ -355,26 +355,28 @@ impl GroupState {
         Ok(())
     }
 
-    /// Looked at while the run waits for a member's turn (each
-    /// [`GroupMsg::Recheck`]): a member removed by its owner or a subagent
-    /// stopped while its input still waited in its queue starts no turn,
-    /// so no turn of it ends, and the run (and every later message to the
-    /// room) waited for good, until a restart (audit, 2026-12-07). Its
-    /// running turn, if any, is cancelled and ends as usual.
-    pub(super) async fn leave_a_member_gone(&mut self) -> Result<(), GroupError> {
+    /// Looked at while the run waits for a member's turn (at each
+    /// [`GroupMsg::Recheck`], once the member's session is read): a member
+    /// removed by its owner or a subagent stopped while its input still
+    /// waited in its queue starts no turn, so no turn of it ends, and the
+    /// run (and every later message to the room) waited for good, until a
+    /// restart (audit, 2026-12-07). Its running turn, if any, is cancelled
+    /// and ends as usual. Whether the run goes on without it.
+    pub(super) async fn leave_a_member_gone(&mut self) -> Result<bool, GroupError> {
         let Some(bot) = self
             .current
             .as_ref()
             .and_then(|c| c.wait.as_ref())
             .map(|w| w.bot.clone())
         else {
-            return Ok(());
+            return Ok(false);
         };
-        if self.takes_no_turns(&bot).await? {
-            tracing::info!(room = %self.room.id, member = %bot, "the awaited member runs no more turns: the discussion goes on without it");
-            self.go_on_without(&bot).await?;
+        if !self.takes_no_turns(&bot).await? {
+            return Ok(false);
         }
-        Ok(())
+        tracing::info!(room = %self.room.id, member = %bot, "the awaited member runs no more turns: the discussion goes on without it");
+        self.go_on_without(&bot).await?;
+        Ok(true)
     }
 
     /// Hands `member` its input — the new public messages, including the
