@@ -461,8 +461,10 @@ impl BotState {
                 // the person was told it was cancelled (above): it does
                 // not resume, with fresh tokens, to call its model and
                 // tools again (audit, 2026-12-07); as a cancel the store
-                // made wait, it ends failed saying so
-                self.crashes.remove(&turn);
+                // made wait, it ends failed saying so; a crash of that
+                // failure's own run gives up (the count at its limit),
+                // rather than resume the turn
+                *count = max;
                 self.pending.push_front(Pending::Fail {
                     turn,
                     session: run.session,

@@ -458,9 +458,12 @@ async fn a_cancelled_turn_that_crashes_is_not_resumed() {
     let failure = entries
         .iter()
         .find_map(|e| match &e.kind {
-            EntryKind::Notice { text, .. } => Some(text.clone()),
+            EntryKind::Notice { code, text, .. } if code == "turn_failed" => Some(text.clone()),
             _ => None,
         })
-        .expect("a notice");
-    assert!(failure.contains("cancelled"), "{failure}");
+        .unwrap_or_else(|| panic!("no turn_failed notice: {entries:#?}"));
+    assert!(
+        failure.contains("cancelled (and as it stopped"),
+        "{failure}"
+    );
 }
