@@ -149,7 +149,10 @@ impl FleetHandle {
         // (another user's message, or the room shared then) would run
         // again with the owner's private tools once the room is not
         // shared (the surface follows the discussion the room runs now):
-        // refused, as is one whose discussion cannot be told any more
+        // refused, as is one whose discussion cannot be told any more.
+        // (A room shared now passes: its member turns get the shared
+        // surface. One made private between this look and the requeue
+        // would pass too; the window is that of this request.)
         if room
             && let Some(s) = &session
             && let Ok(room_id) = botfleet_memory::RoomId::new(&s.key.peer)
@@ -161,7 +164,11 @@ impl FleetHandle {
                     Some(trigger) => {
                         crate::group::discussion_was_shared(&self.rt.store, &room, trigger)
                             .await
-                            .map_err(|e| ActorError::Invalid(e.to_string()))?
+                            .map_err(|e| match e {
+                                crate::group::GroupError::Store(e) => ActorError::Store(e),
+                                crate::group::GroupError::Actor(e) => e,
+                                other => ActorError::Invalid(other.to_string()),
+                            })?
                     }
                     None => None,
                 };

@@ -3,7 +3,8 @@
 //! the room is no longer shared: the surface follows the discussion the
 //! room runs now, so the retry ran the other user's message with the
 //! owner's private tools (Shell here; audit, 2026-12-07). A turn of the
-//! owner's own discussion is retried as before.
+//! owner's own discussion is retried as before
+//! (`group_replies::a_retried_member_turn_is_told_its_message_is_not_published`).
 
 use serde_json::json;
 
