@@ -4,7 +4,10 @@
 //! Sequence for each wake-up:
 //! 1. block for one job, then drain up to `max_batch` more without waiting;
 //! 2. `BEGIN IMMEDIATE`; each job runs inside its own `SAVEPOINT`, so a job
-//!    that fails rolls back alone and the rest still commit;
+//!    that fails rolls back alone and the rest still commit — unless its
+//!    write failed inside a statement (a full disk, an I/O error) and
+//!    SQLite rolled the whole transaction back itself: then the whole
+//!    group fails with that error (`writer_group.rs`);
 //! 3. `COMMIT` once; only now is any caller answered (a failed commit fails
 //!    every job of the group and clears the caches);
 //! 4. answer the jobs in submission order, then broadcast one payload-free

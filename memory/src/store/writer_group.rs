@@ -64,13 +64,18 @@ impl Writer {
     }
 
     /// Applies every batch in one transaction. `Ok(None)` when a batch
-    /// failed (the transaction is rolled back).
+    /// failed (the transaction is rolled back, for the batches to be
+    /// replayed one savepoint each); `Err` when the group cannot commit at
+    /// all (SQLite rolled it back itself, or the commit failed).
     #[allow(clippy::type_complexity)]
     fn try_group(
         &mut self,
         jobs: &[(Vec<Mutation>, Reply)],
     ) -> Result<Option<(Vec<Result<Vec<MutationResult>>>, Touched)>> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        // raised by a prune inside the transaction: put back if it is not
+        // committed (the meta row that keeps it goes with the rollback)
+        let horizon = self.horizon_ms;
         let mut results = Vec::with_capacity(jobs.len());
         let mut touched: Touched = HashMap::new();
         for (batch, _) in jobs {
@@ -95,6 +100,7 @@ impl Writer {
                         };
                         self.seqs.clear();
                         self.sessions.clear();
+                        self.horizon_ms = horizon;
                         if gone {
                             return Err(e);
                         }
@@ -109,12 +115,14 @@ impl Writer {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
             self.sessions.clear();
+            self.horizon_ms = horizon;
             return Err(e);
         }
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
             self.sessions.clear();
+            self.horizon_ms = horizon;
             return Err(e.into());
         }
         Ok(Some((results, touched)))
@@ -122,8 +130,9 @@ impl Writer {
 
     /// Answers every job of a group that could not be committed. A full
     /// or failing disk, a damaged database and a deleted one keep their
-    /// own variant (the API tells the user what to do); anything else is a
-    /// rejected write.
+    /// own variant (the API tells the user what to do), as does a write
+    /// lock held elsewhere (SQLite's busy error: retryable); anything else
+    /// is a rejected write.
     fn fail_group(&mut self, jobs: &mut Vec<(Vec<Mutation>, Reply)>, during: &str, e: &StoreError) {
         self.stats.health.note_write_failure(e);
         // the same failure at every retry and every request: once, then
@@ -208,6 +217,7 @@ impl Writer {
             self.fail_group(jobs, "begin failed", &StoreError::from(e));
             return;
         }
+        let horizon = self.horizon_ms;
         for i in 0..jobs.len() {
             let result = self.apply_job(&jobs[i].0, &mut touched);
             if self.conn.is_autocommit() {
@@ -218,6 +228,7 @@ impl Writer {
                 // so (audit)
                 self.seqs.clear();
                 self.sessions.clear();
+                self.horizon_ms = horizon;
                 let e = result.err().unwrap_or_else(|| {
                     StoreError::Rejected("the transaction ended before its commit".into())
                 });
@@ -235,6 +246,7 @@ impl Writer {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
             self.sessions.clear();
+            self.horizon_ms = horizon;
             self.fail_group(jobs, "a write found the database damaged", &damaged);
             return;
         }
@@ -245,6 +257,7 @@ impl Writer {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.seqs.clear();
             self.sessions.clear();
+            self.horizon_ms = horizon;
             self.fail_group(jobs, "commit failed", &e);
             return;
         }
@@ -257,6 +270,7 @@ impl Writer {
         touched: &mut Touched,
     ) -> Result<Vec<MutationResult>> {
         self.conn.execute_batch("SAVEPOINT job")?;
+        let horizon = self.horizon_ms;
         let mut local: Touched = HashMap::new();
         let mut out = Vec::with_capacity(batch.len());
         let mut failure = None;
@@ -291,6 +305,7 @@ impl Writer {
                 if !undone {
                     let _ = self.conn.execute_batch("ROLLBACK");
                 }
+                self.horizon_ms = horizon;
                 for session in local.keys() {
                     self.seqs.remove(session);
                 }
