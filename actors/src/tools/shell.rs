@@ -257,10 +257,13 @@ impl Tool for Shell {
         let Prepared { args, timeout, cwd } = self.prepare(ctx, args)?;
         let limits = ctx.limits();
         let floor = disk::floor(ctx.workspace())?;
+        let file_bytes = floor.as_ref().map(disk::Floor::file_limit);
 
         let mut cmd = match &ctx.rt.settings.shell_sandbox {
-            ShellSandbox::Direct => direct(ctx.rt.settings.shell_open_files),
-            ShellSandbox::Launcher(launcher) => sandboxed(launcher, ctx.workspace().root()),
+            ShellSandbox::Direct => direct(ctx.rt.settings.shell_open_files, file_bytes),
+            ShellSandbox::Launcher(launcher) => {
+                sandboxed(launcher, ctx.workspace().root(), file_bytes)
+            }
             ShellSandbox::Unavailable(why) => {
                 return Err(ToolError::new(
                     why.clone(),
@@ -315,9 +318,6 @@ impl Tool for Shell {
                 "the host cannot run commands right now; tell the user",
             ));
         };
-        if let Some(floor) = &floor {
-            floor.limit_files_of(pgid);
-        }
         // declared after `child`, so dropped first: however the call ends
         // the whole group is killed (not only the leader, which is all
         // `kill_on_drop` kills), then taken off the list that the next start
@@ -529,46 +529,60 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// `sh` run directly, to be given `-c COMMAND`: a first `sh` `exec`s the
-/// real one, which keeps the process id and so the process group Shell
-/// kills, and says what it says (`sh: 1: …`) as if started directly.
-/// With `open_files`, the first lowers the soft open-file limit to it
-/// (the host's raised one is inherited otherwise). The limit is only ever
-/// lowered, so `ulimit` cannot fail for want of a privilege; if it fails
-/// anyway the command still runs, with the host's limit.
-///
-/// The real `sh` starts with `SIGXFSZ` ignored, which it and
-/// every program it runs inherit (and a non-interactive shell may not
-/// trap again): a write past the file-size limit that Shell sets
-/// (shell_disk.rs, `Floor::limit_files_of`) fails with `EFBIG`, which
-/// programs report in their own words (`fallocate failed: File too
-/// large`), instead of killing them silently with exit code 153.
-fn direct(open_files: Option<u64>) -> tokio::process::Command {
+/// `sh` run directly, to be given `-c COMMAND`: a first `sh` (its script
+/// [`first_sh`]) `exec`s the real one, which keeps the process id and so
+/// the process group Shell kills, and says what it says (`sh: 1: …`) as
+/// if started directly.
+fn direct(open_files: Option<u64>, file_bytes: Option<u64>) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new("sh");
-    let open_files = open_files
-        .map(|soft| format!("ulimit -S -n {soft} 2>/dev/null; "))
-        .unwrap_or_default();
     cmd.arg("-c")
-        .arg(format!("{open_files}{IGNORE_XFSZ}"))
+        .arg(first_sh(open_files, file_bytes))
         .arg("sh");
     cmd
 }
 
-/// What a first `sh` runs before it `exec`s the real one with the
-/// command (see [`direct`]).
-const IGNORE_XFSZ: &str = "trap '' XFSZ; exec sh \"$@\"";
+/// What the first `sh` runs before it `exec`s the real one with the
+/// command, setting what the command and all it starts inherit:
+/// - with `open_files`, the soft open-file limit (the host's raised one
+///   is inherited otherwise). Only ever lowered, so `ulimit` cannot fail
+///   for want of a privilege; if it fails anyway the command still runs,
+///   with the host's limit;
+/// - with `file_bytes`, the file-size limit (`RLIMIT_FSIZE`; shell_disk.rs,
+///   `Floor::file_limit`), in the 512-byte blocks POSIX's `ulimit -f`
+///   counts; set before the command runs, so nothing it starts escapes it;
+/// - `SIGXFSZ` ignored, which no non-interactive shell may trap again: a
+///   write past the file-size limit fails with `EFBIG`, which programs
+///   report in their own words (`fallocate failed: File too large`),
+///   instead of dying silently with exit code 153.
+fn first_sh(open_files: Option<u64>, file_bytes: Option<u64>) -> String {
+    let open_files = open_files
+        .map(|soft| format!("ulimit -S -n {soft} 2>/dev/null; "))
+        .unwrap_or_default();
+    let file_size = file_bytes
+        .map(|bytes| format!("ulimit -f {} 2>/dev/null; ", bytes.div_ceil(512)))
+        .unwrap_or_default();
+    format!("{open_files}{file_size}trap '' XFSZ; exec sh \"$@\"")
+}
 
 /// `sh` run through `launcher`, confined to `workspace`: the launcher
 /// sandboxes itself, then becomes the first `sh` of [`direct`] (same
 /// process id, same process group, the environment set here), so the
 /// rest of the call is as for `sh` run directly.
-fn sandboxed(launcher: &ShellLauncher, workspace: &Path) -> tokio::process::Command {
+fn sandboxed(
+    launcher: &ShellLauncher,
+    workspace: &Path,
+    file_bytes: Option<u64>,
+) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&launcher.program);
     cmd.args(&launcher.args).arg("--rw").arg(workspace);
     for hidden in &launcher.hidden {
         cmd.arg("--hide").arg(hidden);
     }
-    cmd.arg("--").arg("sh").arg("-c").arg(IGNORE_XFSZ).arg("sh");
+    cmd.arg("--")
+        .arg("sh")
+        .arg("-c")
+        .arg(first_sh(None, file_bytes))
+        .arg("sh");
     cmd
 }
 

@@ -67,35 +67,11 @@ impl Floor {
     /// The watch looks every 100 ms, which a call that takes space at
     /// once outran by any amount (QA: `fallocate -l 2G` went 1.7 GiB past
     /// the reserve), as did a `setsid` writer left running after the call,
-    /// which nothing watches: with the limit each of their files stops at
-    /// it (`File too large`, or `SIGXFSZ` for a plain write).
+    /// which nothing watches: with the limit (`RLIMIT_FSIZE`, set by the
+    /// command's first `sh`: shell.rs) each of their files stops at it
+    /// with `File too large`.
     pub(super) fn file_limit(&self) -> u64 {
         self.start.free.saturating_sub(self.bytes) + self.start.below_reserve_slack()
-    }
-
-    /// Bounds the size of each file process `pid` and what it starts
-    /// write to [`Floor::file_limit`] (`RLIMIT_FSIZE`, soft and hard). It
-    /// is set on the running process just after its spawn: what it started
-    /// before (nothing, in practice: `sh` has not read its command yet)
-    /// runs without it. A limit the system refuses is logged, and the
-    /// command runs watched as before.
-    pub(super) fn limit_files_of(&self, pid: u32) {
-        use rustix::process::Resource;
-        use rustix::process::Rlimit;
-        let limit = self.file_limit();
-        let Some(pid) = i32::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        else {
-            return;
-        };
-        let bound = Rlimit {
-            current: Some(limit),
-            maximum: Some(limit),
-        };
-        if let Err(error) = rustix::process::prlimit(Some(pid), Resource::Fsize, bound) {
-            tracing::warn!(%error, limit, "could not bound the file size of a Shell command (RLIMIT_FSIZE); it runs watched every 100 ms only");
-        }
     }
 
     /// A note for the result of a command started below the reserve.
