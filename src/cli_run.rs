@@ -68,11 +68,16 @@ pub(super) async fn run(opts: host::HostOptions) -> anyhow::Result<ExitCode> {
     let guard = ExitGuard::start(signals, running_turns, deadline);
     // a task, as before: a panic in the stop is reported by the panic hook
     // and the exit goes on
-    let _ = tokio::spawn(running.shutdown()).await;
+    let stopped = tokio::spawn(running.shutdown()).await;
     guard.done();
     // the stop's last word: the log showed "stopping…" and nothing after
     // it, whether the stop finished or was cut off (QA)
-    outln!("stopped cleanly");
+    match stopped {
+        Ok(()) => outln!("stopped cleanly"),
+        Err(e) => outln!(
+            "stopped, but the stop itself failed ({e}): the next start resumes as after a crash"
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

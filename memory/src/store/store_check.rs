@@ -17,8 +17,9 @@ use crate::error::StoreError;
 
 impl Store {
     /// The first problem SQLite's `PRAGMA quick_check` finds in the
-    /// database, `None` when it finds none. It reads every page, so it is
-    /// run only where something already looks wrong.
+    /// database, `None` when it finds none. It reads every page: run once
+    /// per start, in the background ([`Store::check_in_background`]), and
+    /// where something already looks wrong.
     pub async fn quick_check(&self) -> Result<Option<String>> {
         self.read_many(|conn| {
             let mut stmt = conn.prepare("PRAGMA quick_check(1)")?;
@@ -33,8 +34,7 @@ impl Store {
     /// ([`Store::latch_damaged`]: writes refused, `/healthz` failing) and
     /// logs an ERROR saying what to do. A check that could not run is a
     /// WARN; the next start checks again. The returned handle answers
-    /// whether damage was found (tests and tools wait on it; the host
-    /// drops it).
+    /// whether damage was found (the host does not wait for it).
     pub fn check_in_background(&self) -> tokio::task::JoinHandle<bool> {
         let store = self.clone();
         tokio::spawn(async move {
