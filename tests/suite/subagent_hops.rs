@@ -221,13 +221,9 @@ steps = [
     host.shutdown().await;
 }
 
-/// A bot messaged by another at hop 1 of a budget of 2 cannot give a
-/// subagent work (the task and its report are two hops), but its reply
-/// (hop 2) still fits: the refusal says so, and the reply goes. (QA: the
-/// refusal said the exchange ended there and that SendMessage would be
-/// refused the same way, and the reply went through anyway.)
-#[tokio::test]
-async fn a_task_refused_for_its_report_leaves_the_reply_to_the_asking_bot() {
+/// What bot `b` answered `p`, who asked it (hop 1) to delegate: `b`
+/// calls Task and sends back what it was told, with `max_hops`.
+async fn delegation_answer(max_hops: u32) -> (TestHost, Value) {
     let script = r#"
 [[rule]]
 bot = "p"
@@ -253,7 +249,9 @@ steps = [ { text = "heard back" } ]
         .script("s", script)
         .bot("p", "s", &["SendMessage", "SendToAgent"])
         .bot("b", "s", TOOLS)
-        .runtime("debounce_ms = 0\nextract_memory = false\nmax_hops = 2")
+        .runtime(&format!(
+            "debounce_ms = 0\nextract_memory = false\nmax_hops = {max_hops}"
+        ))
         .tables("[review]\nsubagent = \"off\"")
         .start()
         .await;
@@ -267,6 +265,17 @@ steps = [ { text = "heard back" } ]
                 .cloned()
         })
         .await;
+    (host, heard)
+}
+
+/// A bot messaged by another at hop 1 of a budget of 2 cannot give a
+/// subagent work (the task and its report are two hops), but its reply
+/// (hop 2) still fits: the refusal says so, and the reply goes. (QA: the
+/// refusal said the exchange ended there and that SendMessage would be
+/// refused the same way, and the reply went through anyway.)
+#[tokio::test]
+async fn a_task_refused_for_its_report_leaves_the_reply_to_the_asking_bot() {
+    let (host, heard) = delegation_answer(2).await;
     let text = heard["text"].as_str().unwrap();
     assert!(
         text.contains("has 1 left of its hop budget of 2")
@@ -544,43 +553,7 @@ steps = [
 /// 2026-12-07: the task ran, and the answer was refused after it).
 #[tokio::test]
 async fn a_task_whose_answer_to_the_asking_bot_would_not_fit_is_not_started() {
-    let script = r#"
-[[rule]]
-bot = "p"
-match = "^delegate"
-steps = [
-  { tool = "SendToAgent", args = { agent = "b", text = "DELEGATE this" } },
-  { text = "asked" },
-]
-
-[[rule]]
-bot = "b"
-match = "DELEGATE"
-steps = [
-  { tool = "Task", args = { description = "deleg job", prompt = "some work" } },
-  { tool = "SendMessage", args = { text = "could not delegate: {{tool_result}}" } },
-]
-
-[[rule]]
-bot = "p"
-steps = [ { text = "heard back" } ]
-"#;
-    let host = TestFleet::new()
-        .script("s", script)
-        .bot("p", "s", &["SendMessage", "SendToAgent"])
-        .bot("b", "s", TOOLS)
-        .runtime("debounce_ms = 0\nextract_memory = false\nmax_hops = 3")
-        .tables("[review]\nsubagent = \"off\"")
-        .start()
-        .await;
-    let session = host.complete_turn("p", "delegate please").await;
-    let heard = host
-        .wait_for(&session, |es| {
-            es.iter()
-                .find(|e| e["kind"] == "agent_message" && e["from"] == "b")
-                .cloned()
-        })
-        .await;
+    let (host, heard) = delegation_answer(3).await;
     let text = heard["text"].as_str().unwrap();
     assert!(
         text.contains("your answer to p")

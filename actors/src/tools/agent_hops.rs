@@ -114,7 +114,6 @@ pub(crate) async fn hop_budget_spent(
 ) -> ToolError {
     let max = ctx.rt.settings.max_hops;
     tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget spent");
-    cut_off(ctx, &cut.notice_part(to), CutBy::Hops).await;
     let p = prompts();
     let max_text = max.to_string();
     let what = match cut {
@@ -124,11 +123,24 @@ pub(crate) async fn hop_budget_spent(
             ("left", &max.saturating_sub(ctx.scope.hop).to_string()),
         ]),
     };
-    // a task refused for its report leaves one message that fits: the
-    // bot's reply (QA: it was told SendMessage would be refused too, and
-    // it went through)
-    let reply_left = ctx.scope.hop < max;
-    refusal(ctx, what.unwrap_or_default(), instead, reply_left)
+    cut_by_hops(ctx, to, cut, what.unwrap_or_default(), instead).await
+}
+
+/// A call cut off by the hop budget, saying `what`: the person who
+/// started the chain is told, and the bot what it can still do. A task
+/// refused for its report leaves one message that fits: the bot's reply
+/// (QA: it was told SendMessage would be refused too, and it went
+/// through).
+async fn cut_by_hops(
+    ctx: &ToolContext<'_>,
+    to: &BotId,
+    cut: Cut<'_>,
+    what: String,
+    instead: &str,
+) -> ToolError {
+    cut_off(ctx, &cut.notice_part(to), CutBy::Hops).await;
+    let reply_left = ctx.scope.hop < ctx.rt.settings.max_hops;
+    refusal(ctx, what, instead, reply_left)
 }
 
 /// The refusal of Task or MessageSubagent (`cut`) to `to` at `hop` in a
@@ -146,7 +158,6 @@ pub(crate) async fn answer_budget_spent(
 ) -> ToolError {
     let max = ctx.rt.settings.max_hops;
     tracing::warn!(bot = %ctx.bot.id, %to, hop, "hop budget leaves no answer to the asking bot after a task");
-    cut_off(ctx, &cut.notice_part(to), CutBy::Hops).await;
     let what = prompts()
         .hop_budget_task_answer
         .render(&[
@@ -155,7 +166,7 @@ pub(crate) async fn answer_budget_spent(
             ("left", &max.saturating_sub(ctx.scope.hop).to_string()),
         ])
         .unwrap_or_default();
-    refusal(ctx, what, instead, ctx.scope.hop < max)
+    cut_by_hops(ctx, to, cut, what, instead).await
 }
 
 /// The bound of `runtime.max_chain_messages` on a call of `tool` that
