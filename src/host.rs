@@ -320,10 +320,6 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         fleet.shutdown().await;
         anyhow::bail!("the store cannot be used: {damaged}");
     }
-    // damage the start did not read (its newest entry reads right) is
-    // found by a check of every page, in the background: it reads the
-    // whole file (QA: found only by the first write that met it)
-    drop(fleet.store().check_in_background());
     banner.extend(
         fleet
             .store()
@@ -428,6 +424,13 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
                 .display()
         ),
     );
+    // damage the start did not read (its newest entry reads right) is
+    // found by a check of every page, in the background: it reads the
+    // whole file (QA: found only by the first write that met it). Begun
+    // once the start's own writes are done: damage latched while they
+    // ran failed the start at one of them (the ledger's first prune),
+    // where a start it does not read should come up and answer 503
+    drop(fleet.store().check_in_background());
     Ok(RunningHost {
         fleet,
         addr,
