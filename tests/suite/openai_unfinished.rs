@@ -317,6 +317,31 @@ async fn a_stream_cut_after_an_interim_finish_reason_is_retried() {
     }
 }
 
+/// The same for a stream that stalls there (no more bytes, the body
+/// open): after `timeout` the cut answer was taken as the whole, where a
+/// reset at the same point was retried (audit, 2026-12-07).
+#[tokio::test]
+async fn a_stream_stalled_after_an_interim_finish_reason_is_retried() {
+    let whole = || Reply::text("Here is part one. And part two.").interim_finish("stop");
+    let server = OpenAiServer::builder()
+        // role and two pieces of text, then silence
+        .reply(whole().stall_after(3))
+        .reply(whole())
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        timeout: Duration::from_secs(1),
+        ..options(&server)
+    })
+    .unwrap();
+    let (result, sink) = complete(&model, &request("x")).await;
+    let response = result.unwrap();
+    assert_eq!(response.text, "Here is part one. And part two.");
+    assert_eq!(server.request_count(), 2);
+    assert_eq!(sink.restarts, 1);
+    server.shutdown().await;
+}
+
 /// Regression (QA): a gateway's `"stop"` on every chunk, the stream cut
 /// before any chunk came without it (after the role chunk, or after the
 /// first piece of text): the finish reason could not be told from an

@@ -586,6 +586,9 @@ impl OpenAiModel {
             };
             let bytes = match next_chunk(&mut response, cancel, until).await {
                 Ok(Some(bytes)) => bytes,
+                // a lone `\r` that ended the body ended its line: the
+                // events it held (`[DONE]`) are read first (audit)
+                Ok(None) if decoder.end_of_body() => continue,
                 // The finish reason came, and the server ended its body:
                 // at most the usage chunk and `[DONE]` are missing.
                 Ok(None) if framed && assembler.has_finished() => {
@@ -607,8 +610,11 @@ impl OpenAiModel {
                             .to_owned(),
                     });
                 }
+                // (not after an answer that went on past a finish reason,
+                // a gateway's on every chunk: stalled there it was cut,
+                // and is retried as a break there is; audit, 2026-12-07)
                 Err(Failure::Broken { detail })
-                    if detail == advice::STALLED && assembler.has_finished() =>
+                    if detail == advice::STALLED && assembler.break_loses_only_the_end() =>
                 {
                     warn!(
                         provider = self.options.provider.as_deref().unwrap_or(""),

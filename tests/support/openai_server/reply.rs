@@ -32,6 +32,8 @@ pub struct Reply {
     raw: Option<(u16, String, String)>,
     retry_after: Option<String>,
     cut_after: Option<usize>,
+    /// Sends no more after this many SSE events, keeping the body open.
+    stall_after: Option<usize>,
     delay_headers: Duration,
     endless: Option<(Endless, Duration)>,
     /// Headers wait until this reads `true` (the test releases them).
@@ -167,6 +169,13 @@ impl Reply {
     /// reply, after that many bytes of the body).
     pub fn cut_after(mut self, events: usize) -> Self {
         self.cut_after = Some(events);
+        self
+    }
+
+    /// Sends nothing more after `events` SSE events, and keeps the body
+    /// open (a server that stalls mid-answer).
+    pub fn stall_after(mut self, events: usize) -> Self {
+        self.stall_after = Some(events);
         self
     }
 
@@ -355,7 +364,7 @@ fn stream_response(reply: &Reply, model: &str, include_usage: bool, shape: &Wire
             }
         })
         .collect();
-    if let Some(n) = cut_at {
+    if let Some(n) = cut_at.or(reply.stall_after) {
         frames.truncate(n);
     }
     let mut pieces: Vec<Result<Bytes, io::Error>> = match shape.tcp_split {
@@ -370,7 +379,7 @@ fn stream_response(reply: &Reply, model: &str, include_usage: bool, shape: &Wire
     if cut_at.is_some() {
         pieces.push(Err(cut()));
     }
-    if reply.open_end {
+    if reply.open_end || reply.stall_after.is_some() {
         return body_response_open("text/event-stream", pieces, shape.chunk_delay);
     }
     body_response("text/event-stream", pieces, shape.chunk_delay)

@@ -183,7 +183,7 @@ pub(super) async fn body_start(
     limit: usize,
 ) -> Result<Vec<u8>, Failure> {
     let mut start = Vec::new();
-    while without_bom(&start).iter().all(u8::is_ascii_whitespace) {
+    while undecided(without_bom(&start)) {
         match next_chunk(response, cancel, Instant::now() + timeout).await? {
             Some(bytes) => start.extend_from_slice(&bytes),
             None => break,
@@ -194,6 +194,23 @@ pub(super) async fn body_start(
     }
     Ok(without_bom(&start).to_vec())
 }
+
+/// Whether a body's start is too short to tell an event stream from a
+/// JSON answer: only whitespace, or the first letters of a field
+/// (`d`, `da`… of `data:`; a server's first write may end there, and a
+/// stream labelled `application/json` was then read as a completion and
+/// failed: audit, 2026-12-07). No JSON answer starts with a letter.
+fn undecided(start: &[u8]) -> bool {
+    let start = start.trim_ascii_start();
+    start.is_empty()
+        || (!start.contains(&b'\n')
+            && SSE_FIELDS
+                .iter()
+                .any(|field| field.len() > start.len() && field.starts_with(start)))
+}
+
+/// What an SSE body starts with ([`looks_like_sse`]).
+const SSE_FIELDS: [&[u8]; 5] = [b":", b"data:", b"event:", b"id:", b"retry:"];
 
 /// `bytes` without a UTF-8 byte order mark at their start.
 fn without_bom(bytes: &[u8]) -> &[u8] {
@@ -208,9 +225,7 @@ fn without_bom(bytes: &[u8]) -> &[u8] {
 /// proxies) or not at all.
 pub(super) fn looks_like_sse(start: &[u8]) -> bool {
     let start = start.trim_ascii_start();
-    [&b":"[..], b"data:", b"event:", b"id:", b"retry:"]
-        .iter()
-        .any(|field| start.starts_with(field))
+    SSE_FIELDS.iter().any(|field| start.starts_with(field))
 }
 
 /// A whole completion's body without an SSE `data: [DONE]` line after
@@ -237,4 +252,44 @@ pub(super) fn without_done(body: &[u8]) -> &[u8] {
 pub(super) fn whole_json(body: &[u8]) -> bool {
     let json = without_done(body).trim_ascii_end();
     json.ends_with(b"}") && serde_json::from_slice::<serde::de::IgnoredAny>(json).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_sse;
+    use super::undecided;
+
+    /// A stream's first write may end inside its first field's name (`d`
+    /// of `data:`): the start is read on until it can be told, where a
+    /// stream labelled `application/json` was read as a completion and
+    /// failed (audit, 2026-12-07). A JSON answer is told at its `{`.
+    #[test]
+    fn a_start_inside_a_field_name_is_read_on() {
+        for start in [
+            &b""[..],
+            b"  \n",
+            b"d",
+            b"da",
+            b" dat",
+            b"e",
+            b"ev",
+            b"i",
+            b"re",
+        ] {
+            assert!(undecided(start), "{:?}", String::from_utf8_lossy(start));
+        }
+        for start in [
+            &b"{"[..],
+            b"data:",
+            b"data: {",
+            b": ok",
+            b"x",
+            b"d\n",
+            b"<html>",
+        ] {
+            assert!(!undecided(start), "{:?}", String::from_utf8_lossy(start));
+        }
+        assert!(looks_like_sse(b"data: {}"));
+        assert!(!looks_like_sse(b"{\"id\":1}"));
+    }
 }

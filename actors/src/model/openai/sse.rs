@@ -66,6 +66,12 @@ impl SseDecoder {
             if line_start == line_end {
                 if self.has_data {
                     self.has_data = false;
+                    // an empty data buffer dispatches nothing (the SSE
+                    // spec): `data:` alone is a proxy's heartbeat, which
+                    // failed as a corrupt chunk (audit, 2026-12-07)
+                    if self.data.is_empty() {
+                        continue;
+                    }
                     self.compact();
                     return Some(std::mem::take(&mut self.data));
                 }
@@ -95,6 +101,18 @@ impl SseDecoder {
         }
         self.compact();
         None
+    }
+
+    /// The body ended: a `\r` it ended with, held back as the possible
+    /// first half of `\r\n`, ends its line (lone `\r` line endings held
+    /// the final `[DONE]` for good; audit, 2026-12-07). Whether that made
+    /// a line of what was held, so events may be ready.
+    pub(super) fn end_of_body(&mut self) -> bool {
+        if self.buf[self.start..].last() != Some(&b'\r') {
+            return false;
+        }
+        self.buf.push(b'\n');
+        true
     }
 
     /// Consumes the next complete line, returning its bounds in `buf`
@@ -176,6 +194,28 @@ mod tests {
     fn comments_and_other_fields_are_ignored() {
         let input = b": hello\nevent: message\nid: 7\nretry: 10\ndata: x\n\n";
         assert_eq!(decode(input, 5), vec!["x"]);
+    }
+
+    /// `data:` alone, a proxy's heartbeat, dispatches nothing (the SSE
+    /// spec); it failed as a corrupt chunk (audit, 2026-12-07).
+    #[test]
+    fn an_empty_data_buffer_dispatches_nothing() {
+        let input = b"data:\n\ndata: 1\n\ndata: \n\ndata: 2\n\n";
+        assert_eq!(decode(input, 3), vec!["1", "2"]);
+    }
+
+    /// Lone `\r` line endings: the `\r` that ends the body ends its line
+    /// once the body is over, so the final `[DONE]` is read (it was held
+    /// for good, waiting for a `\n`; audit, 2026-12-07).
+    #[test]
+    fn a_lone_cr_at_the_end_of_the_body_ends_its_line() {
+        let mut decoder = SseDecoder::default();
+        decoder.push(b"data: 1\r\rdata: [DONE]\r\r");
+        assert_eq!(decoder.next_event().as_deref(), Some(&b"1"[..]));
+        assert_eq!(decoder.next_event(), None);
+        assert!(decoder.end_of_body());
+        assert_eq!(decoder.next_event().as_deref(), Some(&b"[DONE]"[..]));
+        assert!(!decoder.end_of_body());
     }
 
     #[test]
