@@ -618,11 +618,24 @@ impl Assembler {
     fn place(&self, part: &ToolCallPart, touched: &[CallKey]) -> CallKey {
         let next = self.next_key();
         if let Some(id) = part.id.as_deref().filter(|id| !id.is_empty()) {
+            if let Some((key, _)) = self.calls.iter().find(|(_, call)| call.id == id) {
+                return *key;
+            }
+            // an id that comes late, on a piece that goes on with the
+            // current call's unfinished arguments, is that call's (as
+            // `place_at` has it with an index): taken for a new call, it
+            // split one call in two broken ones (audit, 2026-12-07)
             return self
-                .calls
-                .iter()
-                .find(|(_, call)| call.id == id)
-                .map_or(next, |(key, _)| *key);
+                .current
+                .filter(|key| !touched.contains(key))
+                .filter(|key| {
+                    !names_function(part)
+                        && self
+                            .calls
+                            .get(key)
+                            .is_some_and(|c| c.id.is_empty() && continues(c, part))
+                })
+                .unwrap_or(next);
         }
         self.current
             .filter(|key| !touched.contains(key))

@@ -640,3 +640,29 @@ fn unshown_pieces_are_what_the_answer_keeps() {
     whole.apply_completion(completion).unwrap();
     assert_eq!(whole.take_unshown(), "");
 }
+
+/// Pieces without `index` whose id comes late, on a piece that goes on
+/// with the first one's arguments: one call, its id the late one (it was
+/// taken for a new call, splitting one SendMessage into a broken call and
+/// a nameless one; audit, 2026-12-07). A new id on a piece that names a
+/// function is still a new call.
+#[test]
+fn a_late_id_without_an_index_joins_the_call_it_goes_on_with() {
+    let piece = |call: Value| json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]});
+    let calls = calls_of(assemble(vec![
+        piece(json!({"function": {"name": "SendMessage", "arguments": "{\"text\": \"late"}})),
+        piece(json!({"id": "call_late", "function": {"arguments": " id reply\"}"}})),
+        piece(json!({"id": "call_2", "function": {"name": "Read", "arguments": "{}"}})),
+    ]));
+    assert_eq!(
+        calls,
+        vec![
+            (
+                "call_late".to_owned(),
+                "SendMessage".to_owned(),
+                r#"{"text": "late id reply"}"#.to_owned()
+            ),
+            ("call_2".to_owned(), "Read".to_owned(), "{}".to_owned()),
+        ]
+    );
+}
