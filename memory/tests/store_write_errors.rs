@@ -201,10 +201,6 @@ async fn no_job_after_a_group_sqlite_rolled_back_is_committed_on_its_own() -> Te
     let (a, b) = (dm("alice"), dm("bob"));
     store.write(vec![admit(&a, "a1", "first")]).await?;
     let huge = huge();
-    // the write lock held elsewhere, so that the jobs below wait and are
-    // taken as one group
-    let other = rusqlite::Connection::open(&db)?;
-    other.execute_batch("BEGIN IMMEDIATE")?;
     let submit = |batch: Vec<Mutation>| {
         let (tx, rx) = tokio::sync::oneshot::channel();
         store
@@ -212,15 +208,27 @@ async fn no_job_after_a_group_sqlite_rolled_back_is_committed_on_its_own() -> Te
             .unwrap();
         rx
     };
-    let j0 = submit(vec![append(a.id(), "j0")]);
-    // the writer has taken j0 and waits for the lock with it
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // j0's answer, which the writer thread gives, holds that thread until
+    // the jobs below are queued: it then takes them as one group (no
+    // wait on the clock for it to be there)
+    let (entered, in_answer) = std::sync::mpsc::channel::<()>();
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (tx, j0) = tokio::sync::oneshot::channel();
+    store.write_then(
+        vec![append(a.id(), "j0")],
+        Box::new(move |r| {
+            let _ = entered.send(());
+            let _ = held.recv();
+            let _ = tx.send(r);
+        }),
+    )?;
+    tokio::task::spawn_blocking(move || in_answer.recv()).await??;
     let j1 = submit(vec![failing()]);
     let j2 = submit(vec![ensure(&b), append(b.id(), &huge)]);
     let j3 = submit(vec![admit(&a, "j3", "third")]);
     let answers = {
         let _limit = FileSizeLimit::new(24 << 20);
-        other.execute_batch("ROLLBACK")?;
+        release.send(())?;
         (j0.await?, j1.await?, j2.await?, j3.await?)
     };
     let stored: Vec<String> = store

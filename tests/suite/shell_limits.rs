@@ -156,31 +156,31 @@ async fn no_file_grows_past_the_room_above_the_reserve() {
         "{out}"
     );
     assert!(out.contains("done"), "{out}");
-    // a writer that outlives its call
-    let bg = host.fleet.path().join("data/workspace/bob/bg.bin");
+    // a writer that outlives its call: the call waits until it runs in
+    // its own session (so the call's end does not kill it), and it says
+    // when it is done, and how
+    let dir = host.fleet.path().join("data/workspace/bob");
     answer_as_bob(
         &host,
         "b1",
-        "setsid sh -c 'head -c 1073741824 /dev/zero > bg.bin' >/dev/null 2>&1 </dev/null & \
-         sleep 0.5; echo started",
+        "setsid sh -c ': > bg.started; head -c 1073741824 /dev/zero > bg.bin; echo $? > bg.done' \
+         >/dev/null 2>&1 </dev/null & while [ ! -e bg.started ]; do :; done; echo started",
     )
     .await;
-    // it ends at the limit: the file's size stays put there
-    let size = crate::support::process::poll(60, async || {
-        let before = std::fs::metadata(&bg).map_or(0, |m| m.len());
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        let after = std::fs::metadata(&bg).map_or(0, |m| m.len());
-        if after > 0 && after == before {
-            Ok(after)
-        } else {
-            Err(format!("bg.bin still grows: {before} then {after} bytes"))
-        }
+    let done = crate::support::process::poll(60, async || {
+        std::fs::read_to_string(dir.join("bg.done"))
+            .ok()
+            .filter(|d| d.ends_with('\n'))
+            .ok_or_else(|| "the background writer has not ended".to_owned())
     })
     .await;
+    // it ended at the limit, refused (`head` fails on EFBIG)
+    assert_eq!(done.trim(), "1", "head's exit status");
+    let size = std::fs::metadata(dir.join("bg.bin")).map_or(0, |m| m.len());
     // about 128 MiB: the room at the call's start (other tests' files
     // come and go meanwhile) and the slack; far short of its 1 GiB
     assert!(size <= 512 << 20, "bg.bin grew to {size} bytes");
-    let _ = std::fs::remove_file(&bg);
+    let _ = std::fs::remove_file(dir.join("bg.bin"));
     host.shutdown().await;
 }
 
