@@ -173,7 +173,7 @@ pub(super) async fn build_action(
     if !links.is_empty()
         && let Some(map) = canonical.as_object_mut()
     {
-        map.insert("writes_through_links".into(), Value::Array(links));
+        map.insert(LINKS.into(), Value::Array(links));
     }
     let mut summary = match tool {
         "Shell" => format!("run `{}`", summary_text(&text("command"))),
@@ -218,7 +218,7 @@ pub(super) async fn review(
     action: &Action,
     config: &ReviewConfig,
 ) -> ReviewDecision {
-    let rules = review_rules(action, config).stricter(symlinked_target(ctx, action));
+    let rules = review_rules(action, config).stricter(symlinked_target(action));
     if rules != ReviewDecision::Allow {
         return rules;
     }
@@ -294,15 +294,26 @@ pub(super) async fn review(
 /// later: the rules only see the path as given (QA: a symlink to a
 /// repository's `.git`, made by an earlier command, let `cp` plant a hook
 /// unasked).
-fn symlinked_target(ctx: &ToolContext<'_>, action: &Action) -> ReviewDecision {
-    for (given, rel) in written_files(ctx, action.surface, &action.args) {
-        if sensitive_write_target(&given).is_some() {
+/// Read from the action's `writes_through_links` ([`links_followed`],
+/// resolved once, as the action was built).
+fn symlinked_target(action: &Action) -> ReviewDecision {
+    let links = action
+        .args
+        .get(LINKS)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for link in links {
+        let (Some(given), Some(rel)) = (
+            link.get("path").and_then(Value::as_str),
+            link.get("leads_to").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if sensitive_write_target(given).is_some() {
             // the rules asked already
             continue;
         }
-        if let Some(rel) = rel
-            && let Some(what) = sensitive_write_target(&rel)
-        {
+        if let Some(what) = sensitive_write_target(rel) {
             return ReviewDecision::Ask {
                 reason: format!("changes {what} ({rel}, where {given} leads)"),
             };
@@ -310,6 +321,9 @@ fn symlinked_target(ctx: &ToolContext<'_>, action: &Action) -> ReviewDecision {
     }
     ReviewDecision::Allow
 }
+
+/// The key of an action's arguments that holds [`links_followed`].
+const LINKS: &str = "writes_through_links";
 
 /// The files a Write/Edit (its `path`) or a Shell command (the files it
 /// writes) would write, each as given and where it leads now, relative
@@ -347,10 +361,11 @@ fn written_files(
 }
 
 /// Where the files an action writes lead through symlinks, for those
-/// that lead elsewhere than as given (`a.txt -> .bashrc`), as a part of
-/// the action: an approval covers the file a link led to when the person
-/// decided, and a link re-pointed before the approved call ran made it
-/// write another (audit, 2026-12-07).
+/// that lead elsewhere than as given (`{"path": "a.txt", "leads_to":
+/// ".bashrc"}`), as a part of the action: an approval covers the file a
+/// link led to when the person decided, and a link re-pointed before the
+/// approved call ran made it write another (audit, 2026-12-07). Review
+/// reads them there too ([`symlinked_target`]).
 fn links_followed(ctx: &ToolContext<'_>, surface: ReviewSurface, args: &Value) -> Vec<Value> {
     written_files(ctx, surface, args)
         .into_iter()
@@ -361,7 +376,7 @@ fn links_followed(ctx: &ToolContext<'_>, surface: ReviewSurface, args: &Value) -
                 .filter(|c| !matches!(c, std::path::Component::CurDir))
                 .collect::<std::path::PathBuf>();
             (plain != std::path::Path::new(&rel))
-                .then(|| Value::String(format!("{given} -> {rel}")))
+                .then(|| serde_json::json!({"path": given, "leads_to": rel}))
         })
         .collect()
 }
