@@ -430,7 +430,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     // once the start's own writes are done: damage latched while they
     // ran failed the start at one of them (the ledger's first prune),
     // where a start it does not read should come up and answer 503
-    drop(fleet.store().check_in_background());
+    fleet.store().check_in_background();
     Ok(RunningHost {
         fleet,
         addr,

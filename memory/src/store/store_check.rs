@@ -33,9 +33,8 @@ impl Store {
     /// the caller: damage found latches the store damaged
     /// ([`Store::latch_damaged`]: writes refused, `/healthz` failing) and
     /// logs an ERROR saying what to do. A check that could not run is a
-    /// WARN; the next start checks again. The returned handle answers
-    /// whether damage was found (the host does not wait for it).
-    pub fn check_in_background(&self) -> tokio::task::JoinHandle<bool> {
+    /// WARN; the next start checks again.
+    pub fn check_in_background(&self) {
         let store = self.clone();
         tokio::spawn(async move {
             let started = std::time::Instant::now();
@@ -45,7 +44,6 @@ impl Store {
                         elapsed_ms = started.elapsed().as_millis(),
                         "the database passed PRAGMA quick_check"
                     );
-                    false
                 }
                 Ok(Some(problem)) => {
                     let problem = problem.replace('\n', " ");
@@ -56,14 +54,12 @@ impl Store {
                     );
                     tracing::error!(%problem, "the database is damaged: {detail}");
                     store.latch_damaged(detail);
-                    true
                 }
                 Err(error) => {
                     tracing::warn!(%error, "the database could not be checked (PRAGMA quick_check); the next start checks it again");
-                    false
                 }
             }
-        })
+        });
     }
 
     /// Marks the database damaged, as a write that found it so does:
