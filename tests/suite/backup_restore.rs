@@ -16,8 +16,20 @@ use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 use crate::support::process::wait_found;
 
-#[tokio::test]
-async fn a_backup_taken_under_load_restores_as_documented() {
+/// A host process of bot `r` (the recall script) that took and indexed
+/// one message, the wombat's.
+pub(super) struct WombatHost {
+    /// Owns the temporary directory.
+    pub fleet: TestFleet,
+    pub path: std::path::PathBuf,
+    pub data: std::path::PathBuf,
+    pub log: std::path::PathBuf,
+    pub port: u16,
+    pub host: HostProcess,
+    pub client: botfleet::client::Client,
+}
+
+pub(super) async fn wombat_host() -> WombatHost {
     let fleet = TestFleet::new()
         .script("s", CHAT)
         .bot("r", "s", RECALL_TOOLS);
@@ -29,6 +41,45 @@ async fn a_backup_taken_under_load_restores_as_documented() {
     let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     send(&client, "the wombat manifest is late", "k-0").await;
     wait_found(&client, "wombat", 1).await;
+    WombatHost {
+        fleet,
+        path,
+        data,
+        log,
+        port,
+        host,
+        client,
+    }
+}
+
+/// The documented backup, `sqlite3 fleet.db "VACUUM INTO '…'"`, by the
+/// same SQL through the bundled SQLite (no sqlite3 shell needed here), of
+/// the database `db` into `target`.
+pub(super) async fn vacuum_into(
+    db: std::path::PathBuf,
+    target: std::path::PathBuf,
+) -> rusqlite::Result<usize> {
+    tokio::task::spawn_blocking(move || {
+        let conn =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_backup_taken_under_load_restores_as_documented() {
+    let WombatHost {
+        fleet,
+        path,
+        data,
+        log,
+        port,
+        host,
+        client,
+    } = wombat_host().await;
 
     // the host keeps writing while the backup runs
     let stop = tokio_util::sync::CancellationToken::new();
@@ -50,20 +101,13 @@ async fn a_backup_taken_under_load_restores_as_documented() {
         }
     });
     let copy = fleet.path().join("backup.db");
-    let (db, target) = (data.join("fleet.db"), copy.clone());
-    // the documented command, `sqlite3 fleet.db "VACUUM INTO '…'"`, by the
-    // same SQL through the bundled SQLite (no sqlite3 shell needed here)
-    let taken = tokio::task::spawn_blocking(move || {
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
-    });
-    tokio::time::timeout(Duration::from_secs(60), taken)
-        .await
-        .expect("VACUUM INTO finishes while the host writes")
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        vacuum_into(data.join("fleet.db"), copy.clone()),
+    )
+    .await
+    .expect("VACUUM INTO finishes while the host writes")
+    .unwrap();
     stop.cancel();
     let sent = load.await.unwrap();
     assert!(sent > 0, "the host took messages during the backup");

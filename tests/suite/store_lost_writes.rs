@@ -8,13 +8,13 @@
 
 use std::time::Duration;
 
+use super::backup_restore::WombatHost;
+use super::backup_restore::vacuum_into;
+use super::backup_restore::wombat_host;
 use super::mirror_repair::send;
-use super::recall::CHAT;
-use super::recall::RECALL_TOOLS;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::process::HostProcess;
-use crate::support::process::free_port;
 use crate::support::process::wait_found;
 
 #[tokio::test]
@@ -222,30 +222,21 @@ struct Lost {
 }
 
 async fn lost_the_platypus() -> Lost {
-    let fleet = TestFleet::new()
-        .script("s", CHAT)
-        .bot("r", "s", RECALL_TOOLS);
-    let path = fleet.write();
-    let data = fleet.path().join("data");
-    let log = fleet.path().join("host.log");
-    let port = free_port();
-    let host = HostProcess::start(&path, port, &log).await;
-    let client = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
-    send(&client, "the wombat manifest is late", "k-0").await;
-    wait_found(&client, "wombat", 1).await;
+    let WombatHost {
+        fleet,
+        path,
+        data,
+        log,
+        port,
+        host,
+        client,
+    } = wombat_host().await;
     // a copy of the database as it is now, taken in this host's life:
     // the same generation as the data directory
     let copy = fleet.path().join("copy.db");
-    let (db, target) = (data.join("fleet.db"), copy.clone());
-    tokio::task::spawn_blocking(move || {
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    vacuum_into(data.join("fleet.db"), copy.clone())
+        .await
+        .unwrap();
     // a key with its time (a UUIDv7), as the CLI and the page make them
     let platypus_key = uuid::Uuid::now_v7().to_string();
     send(&client, "a platypus was accepted", &platypus_key).await;
