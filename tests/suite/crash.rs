@@ -125,15 +125,26 @@ pub(super) async fn killed_after_a_shell_step(
     log: &std::path::Path,
     text: &str,
 ) -> (HostProcess, String, Vec<Value>) {
+    killed_when(path, port, log, text, |es| {
+        es.iter()
+            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+    })
+    .await
+}
+
+/// The same, killed once `pick` accepts the session's entries.
+pub(super) async fn killed_when(
+    path: &std::path::Path,
+    port: u16,
+    log: &std::path::Path,
+    text: &str,
+    pick: impl Fn(&[Value]) -> bool,
+) -> (HostProcess, String, Vec<Value>) {
     let host = HostProcess::start(path, port, log).await;
     let sent = send(&host.url, "r", text).await;
     let session = sent["session"].as_str().unwrap().to_owned();
     let seq = sent["seq"].as_i64().unwrap();
-    wait_until(&host.url, &session, |es| {
-        es.iter()
-            .any(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
-    })
-    .await;
+    wait_until(&host.url, &session, pick).await;
     host.kill9().await;
     let host = HostProcess::start(path, port, log).await;
     let es = wait_until(&host.url, &session, turn_ended(seq)).await;

@@ -6,12 +6,9 @@
 //! reminded and replied (audit, 2026-12-07). Through the binary.
 
 use crate::support::fleet::TestFleet;
-use crate::support::process::HostProcess;
 use crate::support::process::free_port;
 
-use super::crash::send;
-use super::crash::turn_ended;
-use super::crash::wait_until;
+use super::crash::killed_when;
 
 /// The first answer repeats itself (a loop: the loop reminder follows);
 /// the next is slow text without a call (the kill lands in its wait);
@@ -38,19 +35,12 @@ async fn a_resumed_turn_is_reminded_to_deliver_after_a_loop_reminder() {
         .runtime("debounce_ms = 0\nextract_memory = false");
     let path = fleet.write();
     let log = fleet.path().join("host.log");
-    let port = free_port();
-    let host = HostProcess::start(&path, port, &log).await;
-    let sent = send(&host.url, "r", "go").await;
-    let session = sent["session"].as_str().unwrap().to_owned();
-    let seq = sent["seq"].as_i64().unwrap();
-    // the loop reminder is stored; the next model call waits
-    wait_until(&host.url, &session, |es| {
+    // killed once the loop reminder is stored, while the next model call
+    // waits; the turn's end after the restart
+    let (host, _, es) = killed_when(&path, free_port(), &log, "go", |es| {
         es.iter().any(|e| e["kind"] == "reminder")
     })
     .await;
-    host.kill9().await;
-    let host = HostProcess::start(&path, port, &log).await;
-    let es = wait_until(&host.url, &session, turn_ended(seq)).await;
     let end = es.iter().find(|e| e["kind"] == "turn_end").unwrap();
     assert_eq!(end["status"], "completed", "{es:#?}");
     let reminders: Vec<&str> = es
