@@ -165,10 +165,12 @@ async fn a_turn_that_crashes_three_times_after_its_reply_keeps_it() {
 
 /// A model whose first call waits for `release` (signalling `entered`) and
 /// then crashes its turn; later calls send one reply, then end the turn.
+/// Without `release`, the first call waits for the turn's cancel, as a
+/// panic on the way out of a cancelled step would come.
 struct HeldModel {
     calls: Mutex<usize>,
     entered: Arc<tokio::sync::Notify>,
-    release: Arc<tokio::sync::Notify>,
+    release: Option<Arc<tokio::sync::Notify>>,
 }
 
 #[async_trait]
@@ -185,13 +187,16 @@ impl Model for HeldModel {
         &self,
         request: &ModelRequest,
         _sink: &mut dyn StreamSink,
-        _cancel: &CancellationToken,
+        cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         let n = next_call(&self.calls);
         if n == 0 {
             self.entered.notify_one();
-            self.release.notified().await;
-            panic!("the turn crashes while the person's second message waits");
+            match &self.release {
+                Some(release) => release.notified().await,
+                None => cancel.cancelled().await,
+            }
+            panic!("the held call crashes its turn");
         }
         let replied = request.messages.iter().any(|m| {
             matches!(m, crate::model::ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty())
@@ -220,7 +225,7 @@ async fn a_message_that_came_before_a_crash_interrupts_the_resumed_turn() {
     let model: Arc<dyn Model> = Arc::new(HeldModel {
         calls: Mutex::new(0),
         entered: entered.clone(),
-        release: release.clone(),
+        release: Some(release.clone()),
     });
     let rt = fleet_runtime(dir.path(), model, ToolRegistry::builtin());
     let bot = alices_bot(&["SendMessage"]);
@@ -386,44 +391,6 @@ fn the_wait_for_the_store_doubles_up_to_a_minute() {
     assert_eq!(store_retry_delay(0).as_secs(), 1);
 }
 
-/// A model whose first call waits until the turn is cancelled (signalling
-/// `entered` first) and then crashes its turn, as a panic on the way out
-/// of a cancelled step would; any later call replies.
-struct PanicOnCancelModel {
-    calls: Mutex<usize>,
-    entered: Arc<tokio::sync::Notify>,
-}
-
-#[async_trait]
-impl Model for PanicOnCancelModel {
-    fn describe(&self) -> String {
-        "panics when cancelled".into()
-    }
-
-    fn answers(&self, purpose: Purpose) -> bool {
-        matches!(purpose, Purpose::Turn)
-    }
-
-    async fn complete(
-        &self,
-        _request: &ModelRequest,
-        _sink: &mut dyn StreamSink,
-        cancel: &CancellationToken,
-    ) -> Result<ModelResponse, ModelError> {
-        let n = next_call(&self.calls);
-        if n == 0 {
-            self.entered.notify_one();
-            cancel.cancelled().await;
-            panic!("the cancelled turn crashes as it stops");
-        }
-        Ok(tool_step(
-            &format!("call-{n}"),
-            "SendMessage",
-            json!({ "text": "worked on after the cancel" }),
-        ))
-    }
-}
-
 /// A turn the person cancelled, whose run then crashed, stays stopped:
 /// the person was told it was cancelled, and the crash queued it to
 /// resume with fresh tokens, so it called the model and its tools again
@@ -433,9 +400,10 @@ impl Model for PanicOnCancelModel {
 async fn a_cancelled_turn_that_crashes_is_not_resumed() {
     let dir = tempfile::tempdir().unwrap();
     let entered = Arc::new(tokio::sync::Notify::new());
-    let model: Arc<dyn Model> = Arc::new(PanicOnCancelModel {
+    let model: Arc<dyn Model> = Arc::new(HeldModel {
         calls: Mutex::new(0),
         entered: entered.clone(),
+        release: None,
     });
     let rt = fleet_runtime(dir.path(), model, ToolRegistry::builtin());
     let bot = alices_bot(&["SendMessage"]);
