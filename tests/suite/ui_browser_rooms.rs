@@ -174,11 +174,14 @@ async fn a_room_you_were_taken_out_of_says_so() {
         .wait_text(".room-closed", "You are no longer in this room")
         .await;
     assert_eq!(browser.count(".composer").await, 0);
-    assert_eq!(
-        browser.count(".list a[href='#/rooms/standup']").await,
-        0,
-        "the list still has it"
-    );
+    // the list follows with its own fetch, after the line
+    browser
+        .wait_js(
+            "the Rooms list to drop standup",
+            "return document.querySelectorAll(arguments[0]).length === 0",
+            json!([".list a[href='#/rooms/standup']"]),
+        )
+        .await;
     ui_page::finish(browser, host).await;
 }
 
