@@ -452,3 +452,42 @@ async fn a_turn_of_many_calls_is_summarised_once_it_ends() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// A summariser on a server that reports no usage: each summary's tokens
+/// are counted (the request as sent, the summary as made), so they reach
+/// the bot's usage and its daily budget. Regression: a compaction whose
+/// answer came without `usage` counted no token at all (only one stopped
+/// at its bound was counted), while a turn's call was counted.
+#[tokio::test]
+async fn a_summary_from_a_server_without_usage_counts_its_tokens() {
+    // some 300 tokens of summary, under the 600-token bound
+    let summary: String = (0..120).map(|i| format!("w{i} ")).collect();
+    let server = OpenAiServer::builder()
+        .responder(move |request| {
+            if is_compaction(request) {
+                Reply::text(format!("SUMMARY: {summary}"))
+            } else {
+                // the turns report their usage: 1 completion token a call
+                noted_turn(request).usage(1, 1)
+            }
+        })
+        .start()
+        .await;
+    let host = fleet(&server, None).await;
+    let (session, _) = chat(&host, 0, 20).await;
+    assert!(!summaries(&host.entries(&session).await).is_empty());
+    let calls = server.request_count() as u64;
+    let usage = host
+        .wait_get("/v1/bots", |bots| {
+            let r = bots["bots"].as_array()?.iter().find(|b| b["id"] == "r")?;
+            let completion = r["usage"]["total"]["completion_tokens"].as_u64()?;
+            (completion > calls + 200).then(|| r["usage"].clone())
+        })
+        .await;
+    assert!(
+        usage["total"]["prompt_tokens"].as_u64().unwrap() > calls,
+        "{usage}"
+    );
+    host.shutdown().await;
+    server.shutdown().await;
+}

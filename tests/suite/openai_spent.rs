@@ -99,3 +99,24 @@ async fn a_runaway_of_arguments_or_reasoning_counts_what_it_streamed() {
         server.shutdown().await;
     }
 }
+
+/// A thinking model's answer that finished, from a server that reports no
+/// usage: its reasoning is counted with its text, as a runaway's is (it
+/// counted only the text, so the bot's daily budget never saw the
+/// thinking).
+#[tokio::test]
+async fn a_finished_answers_reasoning_counts_without_usage() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::tool_call("c1", "SendMessage", r#"{"text": "hi"}"#).reasoning(words(300)))
+        .reply(Reply::text(""))
+        .start()
+        .await;
+    let (host, end) = one_turn(&server, "max_retries = 0").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (calls, completion) = usage_of(&end);
+    assert_eq!(calls, 2, "{end}");
+    // 300 words "wN " are some 600 tokens; the rest is a few
+    assert!(completion >= 300, "{end}");
+    host.shutdown().await;
+    server.shutdown().await;
+}

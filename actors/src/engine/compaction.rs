@@ -79,6 +79,7 @@ use crate::model::ModelError;
 use crate::model::ModelRequest;
 use crate::model::ModelResponse;
 use crate::model::Purpose;
+use crate::model::call_usage::call_usage;
 use crate::model::reasoning_text::after_reasoning;
 use crate::prompts::prompts;
 use crate::runtime::Runtime;
@@ -374,26 +375,9 @@ async fn summarise(
     }
     let cut_off = response.finish == FinishReason::Length;
     let summary = bounds::bounded_summary(summary, bounds, through, cut_off);
-    let mut usage = TokenUsage {
-        calls: 1,
-        ..TokenUsage::default()
-    };
-    if let Some(u) = response.usage {
-        usage.prompt_tokens = u.prompt_tokens;
-        usage.cached_tokens = u.cached_prompt_tokens;
-        usage.completion_tokens = u.completion_tokens;
-    } else if cap.tripped {
-        // a stream stopped before its end brings no usage: counted as
-        // sent and as read, as a turn's call cut off is
-        let count = |text: &str| u64::from(bounds.encoding.count(text));
-        usage.prompt_tokens = request
-            .messages
-            .iter()
-            .map(|m| count(&m.token_text()))
-            .sum();
-        usage.completion_tokens = count(&response.text);
-    }
-    Ok((summary, usage))
+    // a stream stopped at the bound brings no usage: counted as sent and
+    // as read, as a turn's call cut off is
+    Ok((summary, call_usage(request, &response, bounds.encoding)))
 }
 
 /// Compacts the tail's session if there is something to summarise: the

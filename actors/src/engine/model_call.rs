@@ -11,6 +11,7 @@ use std::collections::HashSet;
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use crate::model::ChatMessage;
+use crate::model::call_usage::made_tokens;
 
 /// A tool call written as text: the detector and the operator's warning
 /// (`written_call.rs`).
@@ -145,15 +146,10 @@ impl Runner {
                 self.usage.completion_tokens += u.completion_tokens;
             }
             None => {
-                let encoding = self.tail.encoding();
                 // what this request sent (clipped, stubbed), not the
                 // context's whole count
                 self.usage.prompt_tokens += self.tail.last_request_tokens();
-                let mut out = response.text.clone();
-                for c in &response.tool_calls {
-                    out.push_str(&c.arguments);
-                }
-                self.usage.completion_tokens += u64::from(encoding.count(&out));
+                self.usage.completion_tokens += made_tokens(response, self.tail.encoding());
             }
         }
     }

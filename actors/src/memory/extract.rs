@@ -50,7 +50,6 @@ use botfleet_memory::Mutation;
 use botfleet_memory::NewMemory;
 use botfleet_memory::SessionId;
 use botfleet_memory::StoreError;
-use botfleet_memory::TokenUsage;
 use botfleet_memory::TurnId;
 use botfleet_memory::bot_scopes;
 use serde::Deserialize;
@@ -71,6 +70,8 @@ use crate::model::ChatMessage;
 use crate::model::ModelError;
 use crate::model::ModelRequest;
 use crate::model::Purpose;
+use crate::model::call_usage::call_usage;
+use crate::model::call_usage::sent_tokens;
 use crate::prompts::prompts;
 use crate::runtime::Runtime;
 
@@ -232,19 +233,10 @@ pub(super) fn reservation_bound(rt: &Runtime, bot: &BotRecord) -> u64 {
     let ctx = rt.settings.context_for(&bot.provider);
     let bounds = ExtractBounds::of(ctx.compact_at_tokens, ctx.encoding);
     let bare = request(bot, &[], (&[], ""), &bounds);
-    request_tokens(&bare, ctx.encoding)
+    sent_tokens(&bare, ctx.encoding)
         .saturating_add(bounds.texts_budget)
         .saturating_add(bounds.shown_budget)
         .saturating_add(u64::from(EXTRACT_MAX_TOKENS))
-}
-
-/// The tokens of `request`'s messages, counted with `encoding`.
-fn request_tokens(request: &ModelRequest, encoding: botfleet_memory::Encoding) -> u64 {
-    request
-        .messages
-        .iter()
-        .map(|m| u64::from(encoding.count_message(&m.token_text())))
-        .sum()
 }
 
 /// [`extract_after_turn`] up to its last write; `usage` gets the model
@@ -277,9 +269,7 @@ async fn extract(
     let bounds = ExtractBounds::of(ctx.compact_at_tokens, ctx.encoding);
     let request = request(bot, &shown_items, (user_texts, final_reply), &bounds);
     if let Some(r) = reserved {
-        r.narrow(
-            request_tokens(&request, ctx.encoding).saturating_add(u64::from(EXTRACT_MAX_TOKENS)),
-        );
+        r.narrow(sent_tokens(&request, ctx.encoding).saturating_add(u64::from(EXTRACT_MAX_TOKENS)));
     }
     let cancel = CancellationToken::new();
     // a failure's text goes to the log: cleaned of the host's credentials
@@ -323,22 +313,8 @@ fn usage_of(
     request: &ModelRequest,
     response: &crate::model::ModelResponse,
 ) -> Mutation {
-    let mut usage = TokenUsage {
-        calls: 1,
-        ..TokenUsage::default()
-    };
-    match response.usage {
-        Some(u) => {
-            usage.prompt_tokens = u.prompt_tokens;
-            usage.cached_tokens = u.cached_prompt_tokens;
-            usage.completion_tokens = u.completion_tokens;
-        }
-        None => {
-            let encoding = rt.settings.context_for(&bot.provider).encoding;
-            usage.prompt_tokens = request_tokens(request, encoding);
-            usage.completion_tokens = u64::from(encoding.count(&response.text));
-        }
-    }
+    let encoding = rt.settings.context_for(&bot.provider).encoding;
+    let usage = call_usage(request, response, encoding);
     let day = rt.store.clock().now().format("%Y-%m-%d").to_string();
     Mutation::AddUsage {
         bot: bot.id.clone(),

@@ -5,6 +5,7 @@
 //! text deltas to a [`StreamSink`] as they arrive so the caller can watch the
 //! stream (loop detection) and abort it (interrupts).
 
+pub(crate) mod call_usage;
 mod openai;
 pub(crate) mod reasoning_text;
 mod scripted;

@@ -201,8 +201,8 @@ pub struct ModelResponse {
     /// Text produced.
     pub text: String,
     /// The model's thinking (`reasoning_content` or `reasoning`), apart
-    /// from the text: never shown to people nor streamed to the sink, and
-    /// not counted in tokens beyond the provider's own usage. `Some("")`
+    /// from the text: never shown to people nor streamed to the sink;
+    /// counted with the text when the provider reports no usage. `Some("")`
     /// when the answer had the field, empty (it must go back so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,

@@ -17,6 +17,7 @@ use crate::model::ChatMessage;
 use crate::model::Model;
 use crate::model::ModelRequest;
 use crate::model::Purpose;
+use crate::model::call_usage::call_usage;
 use crate::model::reasoning_text;
 use crate::prompts::prompts;
 
@@ -123,26 +124,7 @@ pub async fn review_with_model(
             // the call's tokens, for the bot's usage and budget (they were
             // counted nowhere: QA, 2026-12-05): as the provider reported
             // them, or counted with `encoding`
-            let mut used = TokenUsage {
-                calls: 1,
-                ..TokenUsage::default()
-            };
-            match response.usage {
-                Some(u) => {
-                    used.prompt_tokens = u.prompt_tokens;
-                    used.cached_tokens = u.cached_prompt_tokens;
-                    used.completion_tokens = u.completion_tokens;
-                }
-                None => {
-                    used.prompt_tokens = request
-                        .messages
-                        .iter()
-                        .map(|m| u64::from(encoding.count_message(&m.token_text())))
-                        .sum();
-                    used.completion_tokens = u64::from(encoding.count(&response.text));
-                }
-            }
-            *usage = Some(used);
+            *usage = Some(call_usage(&request, &response, encoding));
             response.text
         }
         Ok(Err(e)) => {
