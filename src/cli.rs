@@ -120,6 +120,8 @@ pub enum Command {
         bot: String,
         /// Message text (quote it; unquoted words are joined with single
         /// spaces: `send assistant hello there` sends "hello there").
+        /// It may start with `-`: `send r "-hi there"` sends it.
+        #[arg(allow_hyphen_values = true)]
         text: String,
         /// More words of the text (joined to it with spaces).
         #[arg(hide = true)]

@@ -73,7 +73,8 @@ pub enum GroupCommand {
         /// Room id.
         room: String,
         /// Message text (quote it; unquoted words are joined with single
-        /// spaces).
+        /// spaces). It may start with `-`.
+        #[arg(allow_hyphen_values = true)]
         text: String,
         /// More words of the text (joined to it with spaces).
         #[arg(hide = true)]

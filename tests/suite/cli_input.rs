@@ -760,3 +760,60 @@ async fn a_send_whose_host_died_says_so_at_its_timeout() {
         "{said}"
     );
 }
+
+/// A text that starts with `-` is the message, in `send` and `group
+/// send`. Regression (QA): `send r "-hi, are you there?"` read as the
+/// flags `-h -i …`, printed the help and exited 0 (`--json` too: help on
+/// stdout, no JSON), and the message was never sent.
+#[tokio::test]
+async fn a_text_starting_with_a_dash_is_sent() {
+    let host = fleet().bot("r2", "s", &["SendMessage"]).start().await;
+    let (code, out, err) = cli(
+        &["send", "r", "-hi, are you there?", "--json"],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    // the script answers it with nothing: exit 4, as JSON
+    assert_eq!(code, 4, "{out}{err}");
+    let printed: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let session = printed["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{printed}"));
+    let texts: Vec<Value> = host
+        .entries(session)
+        .await
+        .into_iter()
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["text"].clone())
+        .collect();
+    assert_eq!(texts, [Value::from("-hi, are you there?")]);
+
+    let (status, room) = host.create_room(TOKEN, "team", &["r", "r2"]).await;
+    assert_eq!(status, 201, "{room}");
+    let (code, out, err) = cli(
+        &[
+            "group",
+            "send",
+            "team",
+            "-how about lunch",
+            "--json",
+            "--timeout",
+            "1",
+        ],
+        &host.url,
+        TOKEN,
+    )
+    .await;
+    assert!(!out.contains("Usage:"), "{code} {out}{err}");
+    let (_, room) = host.get("/v1/groups/team", TOKEN).await;
+    let timeline = room["session"].as_str().unwrap_or_else(|| panic!("{room}"));
+    assert!(
+        host.entries(timeline)
+            .await
+            .iter()
+            .any(|e| e["text"] == "-how about lunch"),
+        "{room}"
+    );
+    host.shutdown().await;
+}
