@@ -203,13 +203,14 @@ async fn an_approval_of_a_bot_given_away_offers_no_decision() {
     browser
         .wait_text(".approvals .panel", "Cannot be decided")
         .await;
-    let badge = browser
-        .js(
-            "return document.getElementById('approval-count').hidden",
+    // counted (`0`), not merely not yet counted
+    browser
+        .wait_js(
+            "the badge counting none",
+            "const b = document.getElementById('approval-count'); return b.hidden && b.textContent === '0'",
             json!([]),
         )
         .await;
-    assert_eq!(badge, json!(true), "the badge counts it");
     let title = browser
         .js(
             "return document.querySelector('.approvals .card-title').textContent",

@@ -316,7 +316,8 @@ async fn what_bots_wrote_stays_in_its_box() {
     assert_eq!(wide, json!([]), "boxes wider than they are");
 
     browser.go(&format!("{}/#/bots/e", host.url)).await;
-    browser.find(".conv-head .role").await;
+    // bot e's own header: the page left had one too (bot r's)
+    browser.wait_text(".conv-head .role", "evil").await;
     let isolated = browser
         .js(
             r#"const style = (el) => el ? getComputedStyle(el).unicodeBidi : "missing";

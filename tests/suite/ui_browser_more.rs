@@ -16,6 +16,7 @@ use serde_json::Value;
 use serde_json::json;
 use tokio::sync::watch;
 
+use crate::support::browser::Browser;
 use crate::support::openai_server::Reply;
 use crate::support::openai_server::last_message;
 use crate::support::openai_server::last_user_text;
@@ -100,8 +101,14 @@ async fn a_retry_the_host_will_not_run_is_no_button() {
         .wait_text(".entry.notice button", "Answered by a later turn")
         .await;
     assert_eq!(browser.count(".entry.notice .cli").await, 0);
-    // a click asks nothing
+    // a click asks nothing (no request: a refusal's line would come
+    // only with its answer)
+    count_retries(&browser).await;
     browser.click(".entry.notice button").await;
+    assert_eq!(
+        browser.js("return window.retries", json!([])).await,
+        json!(0)
+    );
     assert_eq!(browser.count(".entry.notice .why-not").await, 0);
     browser
         .wait_text(".entry.notice button", "Answered by a later turn")
@@ -166,14 +173,23 @@ async fn a_retry_refused_while_a_later_turn_runs_stays_a_button() {
     browser
         .wait_js("the Retry marked answered", gone, json!([]))
         .await;
+    // the page before is dropped: its button reads so too
     browser
-        .js("location.reload(); return true", json!([]))
+        .js(
+            "document.getElementById('main').replaceChildren(); location.reload(); return true",
+            json!([]),
+        )
         .await;
     browser.find(".detail .composer textarea").await;
     browser
         .wait_js("the Retry marked answered after a reload", gone, json!([]))
         .await;
+    count_retries(&browser).await;
     browser.click(".entry.notice button").await;
+    assert_eq!(
+        browser.js("return window.retries", json!([])).await,
+        json!(0)
+    );
     assert_eq!(browser.count(".entry.notice .why-not").await, 0);
     assert_eq!(browser.count(".entry.notice .cli").await, 0);
     ui_page::finish(browser, host).await;
@@ -248,4 +264,17 @@ async fn more_results_gives_the_focus_to_the_first_hit_added() {
         )
         .await;
     ui_page::finish(browser, host).await;
+}
+
+/// Counts the page's requests to retry a turn from now on, in
+/// `window.retries` (the page's `fetch`, wrapped).
+async fn count_retries(browser: &Browser) {
+    browser
+        .js(
+            "window.retries = 0; const f = window.fetch; \
+             window.fetch = function (url) { if (String(url).endsWith('/retry')) window.retries++; return f.apply(this, arguments); }; \
+             return true",
+            json!([]),
+        )
+        .await;
 }

@@ -532,7 +532,13 @@ async fn an_unsent_draft_survives_a_reload_but_not_another_sign_in() {
     browser
         .type_in(".composer textarea", "half-written reply")
         .await;
-    browser.js("location.reload()", json!([])).await;
+    // the page before is dropped: its box holds the text too
+    browser
+        .js(
+            "document.getElementById('main').replaceChildren(); location.reload()",
+            json!([]),
+        )
+        .await;
     browser
         .wait_js(
             "the draft back after the reload",
@@ -556,7 +562,8 @@ async fn an_unsent_draft_survives_a_reload_but_not_another_sign_in() {
     browser
         .js(
             "const s = JSON.parse(arguments[0]); s.who = 'f00d'; s.drafts['dm:r'] = 'not yours'; \
-             sessionStorage.setItem('botfleet.drafts', JSON.stringify(s)); location.reload();",
+             sessionStorage.setItem('botfleet.drafts', JSON.stringify(s)); \
+             document.getElementById('main').replaceChildren(); location.reload();",
             json!([kept]),
         )
         .await;

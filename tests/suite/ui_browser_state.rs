@@ -139,8 +139,12 @@ async fn a_link_into_a_long_transcript_loads_a_page_around_its_entry() {
     assert_eq!(browser.js(hash, json!([])).await, json!("#/bots/r"));
     let back = "return history.length";
     let entries = browser.js(back, json!([])).await;
+    // the page before is dropped: it shows the newest entries too
     browser
-        .js("location.reload(); return true;", json!([]))
+        .js(
+            "document.getElementById('main').replaceChildren(); location.reload(); return true;",
+            json!([]),
+        )
         .await;
     browser
         .wait_js(

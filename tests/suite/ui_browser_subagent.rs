@@ -139,10 +139,18 @@ async fn a_subagent_opens_on_its_task_read_only_with_its_state() {
         .await;
     assert_eq!(href, json!(format!("#/bots/{sub}")));
     browser.click(".detail .log .agent .task-link").await;
+    // the subagent's Task view: its parent's log, left, held both texts
     browser
-        .wait_text(".detail .log", "work out the answer")
+        .wait_js(
+            "the task view with its report",
+            r#"const tab = document.querySelector(".conv-tabs a[aria-current=page]");
+               const log = document.querySelector(".detail .log");
+               return tab && tab.textContent === "Task" && log
+                 && log.textContent.includes("work out the answer")
+                 && log.textContent.includes("the answer is 42");"#,
+            json!([]),
+        )
         .await;
-    browser.wait_text(".detail .log", "the answer is 42").await;
     let view = shown(&browser).await;
     let log = view["log"].as_str().unwrap();
     // the task as its parent gave it, then the progress and the report
