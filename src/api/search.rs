@@ -278,7 +278,7 @@ pub(crate) async fn search(
     let floors = rt.store.history_floors(&user.0).await?;
     // a room's messages once, on its timeline, not again in the sessions
     // of the members that were shown them
-    let copies = visible.room_copies(&sessions);
+    let copies = visible.room_copies(&rt.store, &sessions, &floors).await?;
     // a message between bots once: where it arrived, a subagent's report
     // where the subagent said it
     let sent = visible.bot_copies(&sessions);

@@ -11,6 +11,7 @@ use serde_json::Value;
 use serde_json::json;
 
 use super::recall::flush;
+use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
@@ -212,5 +213,68 @@ async fn a_members_search_tool_finds_the_room_message_once() {
     assert_eq!(status, 200, "{room}");
     let (out, hits) = r1_looks_it_up(&host).await;
     assert_eq!(hits, vec![(member_session("r1", "lunch"), 1)], "{out}");
+    host.shutdown().await;
+}
+
+/// Bob's bot b1 shown a message of alice's room, taken out of the room
+/// and added back: bob reads the timeline from the change that added it
+/// back, so the earlier message is found in b1's own session, in bob's
+/// search and in b1's. Regression (QA): its copy there was left out as a
+/// room copy while the timeline's was hidden by the floor, and the
+/// message was found nowhere; what comes after the rejoin is still found
+/// once, on the timeline.
+#[tokio::test]
+async fn a_message_before_a_bot_was_added_back_is_still_found() {
+    let host = TestFleet::new()
+        .script("s", TACOS)
+        .bot("r1", "s", TOOLS)
+        .bot("r2", "s", TOOLS)
+        .bot_of("b1", "s", TOOLS, "bob")
+        .bot_lines("shareable = true")
+        .start()
+        .await;
+    let (status, room) = host.create_room(TOKEN, "lunch", &["r1", "b1"]).await;
+    assert_eq!(status, 201, "{room}");
+    host.discuss(TOKEN, "lunch", "the zanzibar figures are in")
+        .await;
+    let members = |list: &[&str]| json!({ "members": list });
+    for list in [["r1", "r2"], ["r1", "b1"]] {
+        let (status, v) = host
+            .call(
+                reqwest::Method::PUT,
+                "/v1/groups/lunch/members",
+                TOKEN,
+                Some(members(&list)),
+            )
+            .await;
+        assert_eq!(status, 200, "{v}");
+    }
+    let (posted, _) = host.discuss(TOKEN, "lunch", "more zanzibar news").await;
+    let timeline = posted["session"].as_str().unwrap().to_owned();
+    flush(&host).await;
+    let own = member_session("b1", "lunch");
+    for params in ["q=zanzibar", "q=zanzibar&bot=b1"] {
+        let (status, v) = host.get(&format!("/v1/search?{params}"), BOB_TOKEN).await;
+        assert_eq!(status, 200, "{v}");
+        let hits: Vec<(&str, &str)> = v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["session"].as_str().unwrap(),
+                    h["snippet"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        // the earlier message once, where bob may read it (b1's input);
+        // the later one once, on the timeline
+        let earlier: Vec<_> = hits.iter().filter(|(_, t)| t.contains("figures")).collect();
+        let later: Vec<_> = hits.iter().filter(|(_, t)| t.contains("news")).collect();
+        assert_eq!(earlier.len(), 1, "{params}: {v:#}");
+        assert_eq!(earlier[0].0, own, "{params}: {v:#}");
+        assert_eq!(later.len(), 1, "{params}: {v:#}");
+        assert_eq!(later[0].0, timeline, "{params}: {v:#}");
+    }
     host.shutdown().await;
 }

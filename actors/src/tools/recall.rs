@@ -290,11 +290,20 @@ impl Tool for SearchTranscript {
             Some(raw) => vec![visible_session("SearchTranscript", raw, &visible)?.id],
             None => visible.ids(),
         };
-        let copies = visible.room_copies(&sessions);
+        let floors = history_floors(ctx).await?;
+        let copies = visible
+            .room_copies(ctx.store(), &sessions, &floors)
+            .await
+            .map_err(|e| {
+                ToolError::new(
+                    format!("could not read which conversations you may see: {e}"),
+                    "try again in a moment",
+                )
+            })?;
         let sent = visible.bot_copies(&sessions);
         let query = SearchQuery::new(args.query.clone())
             .in_sessions(sessions)
-            .visible_from(history_floors(ctx).await?)
+            .visible_from(floors)
             .without_room_copies(copies)
             .without_bot_copies(sent)
             .with_limit(limit)

@@ -130,25 +130,52 @@ impl VisibleSessions {
     /// sessions): each member session in it whose room's timeline it
     /// holds too, where the timeline has the room's messages once
     /// ([`RoomCopies`]). A member session searched without its timeline
-    /// (alone, or by a bot no longer in the room) keeps them.
-    pub fn room_copies(&self, searched: &[SessionId]) -> Vec<RoomCopies> {
+    /// (alone, or by a bot no longer in the room) keeps them. Where the
+    /// searcher reads the timeline from a later seq (`floors`, as
+    /// [`Store::history_floors`] gives them: a bot taken out and added
+    /// back), only the copies written from that seq's time on are left
+    /// out; the earlier ones are the only place its earlier messages are
+    /// found.
+    pub async fn room_copies(
+        &self,
+        store: &Store,
+        searched: &[SessionId],
+        floors: &[(SessionId, i64)],
+    ) -> Result<Vec<RoomCopies>, StoreError> {
         let searched_ids: HashSet<SessionId> = searched.iter().copied().collect();
-        searched
-            .iter()
-            .filter_map(|id| {
-                let record = self.by_id.get(id)?;
-                if record.key.kind != SessionKind::Group {
-                    return None;
+        let mut copies = Vec::new();
+        for id in searched {
+            let Some(record) = self.by_id.get(id) else {
+                continue;
+            };
+            if record.key.kind != SessionKind::Group {
+                continue;
+            }
+            let Ok(room) = RoomId::new(&record.key.peer) else {
+                continue;
+            };
+            let timeline = room_timeline(&room).id();
+            if !searched_ids.contains(&timeline) {
+                continue;
+            }
+            let from_time = match floors.iter().find(|(s, _)| *s == timeline) {
+                None => None,
+                Some((_, from)) => {
+                    match store.entries_after(timeline, from - 1, 1).await?.first() {
+                        Some(first) => Some(first.created_at),
+                        // nothing on the timeline the searcher may read yet:
+                        // every copy is the only place of its message
+                        None => continue,
+                    }
                 }
-                let room = RoomId::new(&record.key.peer).ok()?;
-                searched_ids
-                    .contains(&room_timeline(&room).id())
-                    .then(|| RoomCopies {
-                        session: *id,
-                        inputs_by: crate::group::input_author(room.as_str()),
-                    })
-            })
-            .collect()
+            };
+            copies.push(RoomCopies {
+                session: *id,
+                inputs_by: crate::group::input_author(room.as_str()),
+                from_time,
+            });
+        }
+        Ok(copies)
     }
 
     /// The copies of messages between bots to leave out of a search of

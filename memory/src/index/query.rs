@@ -209,6 +209,14 @@ pub struct RoomCopies {
     pub session: SessionId,
     /// Author of the room coordinator's inputs in that session.
     pub inputs_by: String,
+    /// Only the copies written from this time on (ms), when the searcher
+    /// reads the timeline from a later seq than its start (a bot taken out
+    /// of the room and added back, a room shared after it began): the
+    /// timeline's earlier messages are not found there, so their copies
+    /// in the member's session are kept. `None`: every copy. (Before, both
+    /// were left out, and such a message was found nowhere: QA.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_time: Option<i64>,
 }
 
 /// The kind of a member's replies, copied to the timeline when published.
@@ -624,9 +632,9 @@ fn before(fields: &Fields, session: SessionId, from: i64) -> Box<dyn Query> {
 }
 
 /// The copies of room messages in members' sessions ([`RoomCopies`]):
-/// in those sessions, every delivery and the events of the coordinators.
+/// in those sessions, every delivery and the events of the coordinators
+/// (from its `from_time` on, for a copy that has one).
 fn room_copies(fields: &Fields, copies: &[RoomCopies]) -> Box<dyn Query> {
-    let sessions: Vec<String> = copies.iter().map(|c| c.session.to_string()).collect();
     let mut authors: Vec<&str> = copies.iter().map(|c| c.inputs_by.as_str()).collect();
     authors.sort_unstable();
     authors.dedup();
@@ -637,16 +645,39 @@ fn room_copies(fields: &Fields, copies: &[RoomCopies]) -> Box<dyn Query> {
         ),
         (Occur::Must, filter(fields.author, authors.into_iter())),
     ]);
-    let copies = BooleanQuery::union(vec![
+    let kinds = BooleanQuery::union(vec![
         filter(fields.kind, std::iter::once(REPLY_KIND)),
         Box::new(inputs),
     ]);
+    // the sessions whose copies all go in one filter; each with a time
+    // of its own
+    let whole: Vec<String> = copies
+        .iter()
+        .filter(|c| c.from_time.is_none())
+        .map(|c| c.session.to_string())
+        .collect();
+    let mut places: Vec<Box<dyn Query>> = Vec::new();
+    if !whole.is_empty() {
+        places.push(filter(fields.session, whole.iter().map(String::as_str)));
+    }
+    for copy in copies {
+        let Some(from) = copy.from_time else { continue };
+        let id = copy.session.to_string();
+        let since = RangeQuery::new(
+            Bound::Included(Term::from_field_i64(fields.time, from)),
+            Bound::Included(Term::from_field_i64(fields.time, i64::MAX)),
+        );
+        places.push(Box::new(BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                filter(fields.session, std::iter::once(id.as_str())),
+            ),
+            (Occur::Must, Box::new(since)),
+        ])));
+    }
     Box::new(BooleanQuery::new(vec![
-        (
-            Occur::Must,
-            filter(fields.session, sessions.iter().map(String::as_str)),
-        ),
-        (Occur::Must, Box::new(copies)),
+        (Occur::Must, Box::new(BooleanQuery::union(places))),
+        (Occur::Must, Box::new(kinds)),
     ]))
 }
 

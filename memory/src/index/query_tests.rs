@@ -469,6 +469,7 @@ fn room_copies_are_left_out_beside_the_timeline() -> crate::index::test_support:
     let copies = [RoomCopies {
         session: member,
         inputs_by: "room:lunch".into(),
+        from_time: None,
     }];
     let all = [timeline, member, other_room];
     let place = |p: &str, seq: i64| (p.to_owned(), seq);
