@@ -575,7 +575,7 @@ async fn apply(
         }
     };
     refuse_past_limit(&mut report, "adds", proposal.add.len());
-    for (i, raw) in proposal.add.iter().take(MAX_OPS).enumerate() {
+    for raw in proposal.add.iter().take(MAX_OPS) {
         let label = op_label("add", raw, "text");
         let a: AddProposal = match op(raw, "an add") {
             Ok(a) => a,
@@ -584,7 +584,18 @@ async fn apply(
                 continue;
             }
         };
-        match new_memory(bot, &a, ended, &source, &format!("{seed}\u{0}{i}")) {
+        // the id derives from the turn and what is added, not from its
+        // place in the answer: a re-run after a crash asks the model
+        // again, which may list the facts in another order (QA: its
+        // first add took the id of the cut-off run's first, another fact,
+        // was refused as `IdTaken`, and was lost for good)
+        let what = format!(
+            "{seed}\u{0}{}\u{0}{}\u{0}{}",
+            a.layer.as_deref().unwrap_or_default(),
+            a.scope.as_deref().unwrap_or_default(),
+            a.text
+        );
+        match new_memory(bot, &a, ended, &source, &what) {
             Ok(new) if new.expires_at.is_some_and(|t| t <= now) => report.reject(
                 label,
                 "the note's lifetime, counted from its turn's end, was over before the extraction ran"

@@ -470,6 +470,46 @@ async fn a_later_turn_with_the_same_text_and_reply_can_add_a_fact() {
     assert_eq!(now, ["Lives in Berlin", "Works at ACME"]);
 }
 
+/// "I moved house", asked again of the same turn: the answer lists a new
+/// fact first (a model asked twice answers in its own order).
+const ASKED_AGAIN: &str = r#"
+[[rule]]
+purpose = "extract"
+match = '(?s)"Lives in Berlin".*I moved house'
+steps = [{ text = '{"add": [{"text": "Works as a nurse"}, {"text": "Lives in Berlin"}]}' }]
+
+[[rule]]
+purpose = "extract"
+match = "(?s)I moved house"
+steps = [{ text = '{"add": [{"text": "Lives in Berlin"}]}' }]
+"#;
+
+/// A turn's extraction run again (after a crash cut the first off, its
+/// first add written) whose answer lists the facts in another order: the
+/// new fact is added, the written one is unchanged. Regression (QA): an
+/// add's id came from its place in the answer, so the new fact took the
+/// id of the written one, was refused as `IdTaken`, and was lost.
+#[tokio::test]
+async fn a_rerun_that_answers_in_another_order_adds_what_is_new() {
+    let f = with_extractor(ASKED_AGAIN);
+    let session = f.scope.session.id;
+    let said = vec!["I moved house".to_string()];
+    let first = extract_after_turn(&f.rt, &f.bot, session, f.turn, &[], &said, "ok")
+        .await
+        .unwrap();
+    assert_eq!(added_texts(&first), ["Lives in Berlin"]);
+    let shown = vec![first.added[0].id.clone()];
+    let again = extract_after_turn(&f.rt, &f.bot, session, f.turn, &shown, &said, "ok")
+        .await
+        .unwrap();
+    assert_eq!(again.rejected, vec![]);
+    assert_eq!(added_texts(&again), ["Works as a nurse"]);
+    assert_eq!(again.unchanged, first.added);
+    let mut now = texts(&f).await;
+    now.sort();
+    assert_eq!(now, ["Lives in Berlin", "Works as a nurse"]);
+}
+
 #[tokio::test]
 async fn a_failing_or_confused_extractor_changes_nothing() {
     let f = with_extractor(&extractor_script());
