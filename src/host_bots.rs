@@ -87,6 +87,12 @@ pub fn check_store_bots(loaded: &LoadedFleet) -> anyhow::Result<Vec<String>> {
     if let Ok(held) = botfleet_memory::peek_store_rooms_holding(&db, &ids) {
         notes.extend(botfleet_actors::room_id_clashes(&held));
     }
+    if let Ok(rooms) = botfleet_memory::peek_store_open_rooms(&db) {
+        notes.extend(
+            botfleet_actors::room_member_clashes(&rooms, &stored, &bots)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", loaded.source))?,
+        );
+    }
     Ok(notes
         .into_iter()
         .map(|note| format!("WARNING: {}: {note}", loaded.source))

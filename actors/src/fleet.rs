@@ -309,6 +309,10 @@ impl FleetHandle {
         for note in claims::room_id_clashes(&rt.store.rooms_holding(&ids).await?) {
             tracing::warn!("{note}");
         }
+        let rooms = rt.store.open_rooms().await?;
+        for note in claims::room_member_clashes(&rooms, &stored, &bots)? {
+            tracing::warn!("{note}");
+        }
         for b in stored {
             before.insert(b.id.clone(), b.clone());
             if listed.contains(&b.id) {

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
+use botfleet_memory::RoomRecord;
 
 use crate::error::ActorError;
 use crate::error::Result;
@@ -96,6 +97,96 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
                     other = made.id,
                     other_name = made.name,
                 )));
+            }
+        }
+    }
+    Ok(notes)
+}
+
+/// Checks each room's members (a closed one's wake for nothing) as the fleet file's `bots` name them
+/// (the `stored` bots for members the file does not list): two members
+/// that answer to one mention would both wake for it, which creating a
+/// room and changing its members refuse. A file that gives a bot another
+/// owner and a name one of the room's other members has (alice's `a`,
+/// "A", and `x`, given to bob and renamed "A", in alice's room) made one
+/// at a start, and nothing said so (QA). `Err` when one of the two is a
+/// file bot (the file can fix it); `Ok` holds what a start logs of clashes
+/// between bots the file does not list (made bots: renamed with
+/// UpdateAgent), which only a running host can fix.
+pub fn room_member_clashes(
+    rooms: &[RoomRecord],
+    stored: &[BotRecord],
+    bots: &[BotRecord],
+) -> Result<Vec<String>> {
+    let listed: HashMap<&BotId, &BotRecord> = bots.iter().map(|b| (&b.id, b)).collect();
+    let before: HashMap<&BotId, &BotRecord> = stored.iter().map(|b| (&b.id, b)).collect();
+    let kept: HashMap<&BotId, &BotRecord> = stored
+        .iter()
+        .filter(|b| !b.from_config() && b.removed_at().is_none())
+        .map(|b| (&b.id, b))
+        .collect();
+    let mut notes = Vec::new();
+    for room in rooms.iter().filter(|r| r.closed_at.is_none()) {
+        // the members as they answer once this start applies (a member the
+        // file drops, or one removed, takes no turns there)
+        let members: Vec<(&BotRecord, bool, MemberName)> = room
+            .members
+            .iter()
+            .filter_map(|id| {
+                let (b, in_file) = match listed.get(id) {
+                    Some(b) => (*b, true),
+                    None => (*kept.get(id)?, false),
+                };
+                let name = MemberName {
+                    id: b.id.to_string(),
+                    name: b.name.trim().to_owned(),
+                };
+                Some((b, in_file, name))
+            })
+            .collect();
+        for (i, (a, a_file, a_name)) in members.iter().enumerate() {
+            for (b, b_file, b_name) in &members[i + 1..] {
+                let Some(token) = a_name.clash(b_name) else {
+                    continue;
+                };
+                let clash = format!(
+                    "room `{room}` ({owner}'s) would have two members that answer to \
+                     {token:?} (a bot's id or name, ignoring case): bot `{a}` ({a_owner}'s, name \
+                     {a_n:?}) and bot `{b}` ({b_owner}'s, name {b_n:?}); @{token} would wake both",
+                    room = room.id,
+                    owner = room.owner,
+                    a = a.id,
+                    a_owner = a.owner,
+                    a_n = a.name,
+                    b = b.id,
+                    b_owner = b.owner,
+                    b_n = b.name,
+                );
+                if *a_file || *b_file {
+                    // the file bot this start changes (another owner or
+                    // name than stored, or new), else the later
+                    let changed = |x: &BotRecord| {
+                        before
+                            .get(&x.id)
+                            .is_none_or(|s| s.owner != x.owner || s.name.trim() != x.name.trim())
+                    };
+                    let which = match (a_file, b_file) {
+                        (true, true) if changed(a) && !changed(b) => &a.id,
+                        (true, false) => &a.id,
+                        _ => &b.id,
+                    };
+                    return Err(ActorError::Conflict(format!(
+                        "{clash}. Give the [[bots]] table `{which}` another `name`, or keep it \
+                         as it was and take one of them out of the room first \
+                         (PUT /v1/groups/{room}/members)",
+                        room = room.id,
+                    )));
+                }
+                notes.push(format!(
+                    "{clash}. Rename one of them (UpdateAgent) or take one out of the room \
+                     (PUT /v1/groups/{room}/members)",
+                    room = room.id,
+                ));
             }
         }
     }

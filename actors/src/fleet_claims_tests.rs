@@ -86,3 +86,69 @@ fn a_file_bot_with_a_rooms_id_is_warned_of_naming_both() {
     );
     assert!(room_id_clashes(&[]).is_empty());
 }
+
+fn room(id: &str, owner: &str, members: &[&str]) -> RoomRecord {
+    RoomRecord {
+        id: botfleet_memory::RoomId::new(id).unwrap(),
+        name: id.into(),
+        owner: UserId::new(owner).unwrap(),
+        members: members.iter().map(|m| BotId::new(*m).unwrap()).collect(),
+        shared: false,
+        created_at: 0,
+        updated_at: 0,
+        closed_at: None,
+    }
+}
+
+/// Room members as the file names them: a file bot renamed or given
+/// away into a clash is named as the one to change; a clash of made bots
+/// only (renamed by UpdateAgent) is a warning, as only the running host
+/// can fix it; a closed room, or a member the file drops, is none.
+#[test]
+fn room_members_that_would_answer_to_one_mention_are_named() {
+    let stored = [
+        bot("a1", "Ann", "alice", "config"),
+        bot("a3", "Bea", "alice", "config"),
+        bot("m1", "Max", "alice", "agent:a1"),
+        bot("m2", "max", "bob", "agent:b1"),
+    ];
+    let rooms = [room("duo", "alice", &["a1", "a3", "m1"])];
+    // a1 renamed as a3 is named, though listed first
+    let file = [
+        bot("a1", "Bea", "alice", "config"),
+        bot("a3", "Bea", "bob", "config"),
+    ];
+    let mut unchanged_a3 = file.clone();
+    unchanged_a3[1] = bot("a3", "Bea", "alice", "config");
+    let e = room_member_clashes(&rooms, &stored, &unchanged_a3).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("room `duo` (alice's)"), "{text}");
+    assert!(text.contains("the [[bots]] table `a1`"), "{text}");
+    // both changed: the later
+    let text = room_member_clashes(&rooms, &stored, &file)
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("the [[bots]] table `a3`"), "{text}");
+    // made bots only: a warning
+    let made = [room("two", "alice", &["m1", "m2", "gone"])];
+    let ok = [
+        bot("a1", "Ann", "alice", "config"),
+        bot("a3", "Bea", "alice", "config"),
+    ];
+    let notes = room_member_clashes(&made, &stored, &ok).unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("UpdateAgent"), "{notes:?}");
+    // closed, or the clashing file bot dropped: nothing
+    let mut closed = rooms.clone();
+    closed[0].closed_at = Some(1);
+    assert!(
+        room_member_clashes(&closed, &stored, &file)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        room_member_clashes(&rooms, &stored, &ok[..1])
+            .unwrap()
+            .is_empty()
+    );
+}

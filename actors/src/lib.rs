@@ -45,6 +45,7 @@ pub use fleet::FleetHandle;
 pub use fleet::FleetMsg;
 pub use fleet::claims::check_fleet_file_bots;
 pub use fleet::claims::room_id_clashes;
+pub use fleet::claims::room_member_clashes;
 pub use memory::ExtractError;
 pub use memory::ExtractReport;
 pub use memory::MemoryState;

@@ -17,7 +17,9 @@ use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
 use crate::support::fleet::restart;
+use crate::support::fleet::start_refused;
 use crate::support::fleet::until_signalled;
+use crate::support::process::check_config;
 
 const CAROL: &str = "carol-secret-token";
 const ROOM: &str = "bobroom";
@@ -187,5 +189,47 @@ async fn a_bots_room_session_goes_to_its_new_owner_from_the_change_on() {
     );
     let (status, v) = host.get(&format!("/v1/turns/{}", listed[0]), CAROL).await;
     assert_eq!(status, 200, "{v}");
+    host.shutdown().await;
+}
+
+/// fleet.toml gives alice's `a3`, a member of her room beside her `a1`,
+/// to bob and names it as `a1` is named: the start is refused, naming the
+/// room, both bots and the fix, and so is `check-config`; the file put
+/// back starts. Regression (QA): both started as members of the room,
+/// and alice's `@A1-name` woke bob's bot too.
+#[tokio::test]
+async fn a_start_that_would_give_a_room_two_members_of_one_name_is_refused() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("a1", "s", &["SendMessage"])
+        .bot("a3", "s", &["SendMessage"])
+        .start()
+        .await;
+    let (status, room) = host.create_room(TOKEN, "duo", &["a1", "a3"]).await;
+    assert_eq!(status, 201, "{room}");
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("a3")
+        .bot_of("a3", "s", &["SendMessage"], "bob")
+        .named("a1-name");
+    let refused = start_refused(&fleet, "two members named a1-name").await;
+    for part in [
+        "room `duo` (alice's)",
+        "bot `a1` (alice's, name \"a1-name\")",
+        "bot `a3` (bob's, name \"a1-name\")",
+        "Give the [[bots]] table `a3` another `name`",
+    ] {
+        assert!(refused.contains(part), "{part}: {refused}");
+    }
+    let (code, err) = check_config(&fleet.write()).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("room `duo` (alice's)"), "{err}");
+    // given to bob under its own name, it starts
+    let fleet = fleet
+        .without_bot("a3")
+        .bot_of("a3", "s", &["SendMessage"], "bob");
+    fleet.write();
+    let host = restart(fleet).await;
     host.shutdown().await;
 }

@@ -112,6 +112,23 @@ impl TestFleet {
         self
     }
 
+    /// Gives the last bot the display name `name` (its own is `{id}-name`).
+    pub fn named(mut self, name: &str) -> Self {
+        if let Some(last) = self.bots.last_mut() {
+            let id_line = last.lines().nth(1).unwrap_or_default().to_owned();
+            let id = id_line
+                .trim_start_matches("id = \"")
+                .trim_end_matches('"')
+                .to_owned();
+            *last = last.replacen(
+                &format!("name = \"{id}-name\""),
+                &format!("name = {name:?}"),
+                1,
+            );
+        }
+        self
+    }
+
     /// The fleet without user `id` (alice or bob) in `[[users]]`.
     pub fn without_user(mut self, id: &str) -> Self {
         self.gone_users.push(id.to_owned());

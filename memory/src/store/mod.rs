@@ -54,6 +54,7 @@ pub use mutation::WriteLimit;
 pub use peek::StoreHistory;
 pub use peek::peek;
 pub use peek::peek_bots;
+pub use peek::peek_open_rooms;
 pub use peek::peek_rooms_holding;
 pub use routines::RoutineRun;
 pub use store_bots::BotActivity;

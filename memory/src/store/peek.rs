@@ -78,6 +78,19 @@ pub fn peek_rooms_holding(db: &Path, ids: &[String]) -> Result<Vec<(String, Stri
     super::rooms::rooms_holding(&conn, ids)
 }
 
+/// Every room not closed of the store at `db`, read as [`peek`] reads
+/// it: none when there is no store, or no rooms table yet. `botfleet
+/// check-config` checks their members' names as a start does.
+pub fn peek_open_rooms(db: &Path) -> Result<Vec<crate::record::RoomRecord>> {
+    let Some(conn) = open_read_only(db)? else {
+        return Ok(Vec::new());
+    };
+    if !has_table(&conn, "rooms")? {
+        return Ok(Vec::new());
+    }
+    super::rooms::open_rooms(&conn)
+}
+
 /// The store at `db` opened read-only, `None` when there is none (no file,
 /// or an empty one). Its WAL is read when there is one (a host is running,
 /// or was killed); without one the database file is all there is, opened

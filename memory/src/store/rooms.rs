@@ -482,6 +482,11 @@ pub(crate) fn get_room(conn: &Connection, id: &RoomId) -> Result<Option<RoomReco
 /// user's private rooms included.
 pub(crate) const ROOMS_FOR: &str = "WHERE owner = ?1 OR shared = 1 ORDER BY id";
 
+/// Every room not closed, by id.
+pub(crate) fn open_rooms(conn: &Connection) -> Result<Vec<RoomRecord>> {
+    query_rooms(conn, "WHERE closed_at IS NULL ORDER BY id", [])
+}
+
 /// Rooms a user owns, plus every shared room (the caller decides which of
 /// those the user may see): see [`ROOMS_FOR`].
 pub(crate) fn rooms_for(conn: &Connection, user: &UserId) -> Result<Vec<RoomRecord>> {

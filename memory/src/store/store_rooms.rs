@@ -25,6 +25,11 @@ impl Store {
         self.read(move |c| rooms::rooms_holding(c, &ids)).await
     }
 
+    /// Every room not closed, by id (a start checks their members' names).
+    pub async fn open_rooms(&self) -> Result<Vec<crate::record::RoomRecord>> {
+        self.read_many(rooms::open_rooms).await
+    }
+
     /// Rooms `user` owns, plus every shared room (the caller filters those
     /// by membership).
     pub async fn rooms_for(&self, user: &UserId) -> Result<Vec<crate::record::RoomRecord>> {
