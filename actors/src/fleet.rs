@@ -35,7 +35,7 @@ use crate::runtime::Runtime;
 /// Bots made by CreateAgent and subagents brought in line with their
 /// makers and parents at each start.
 #[path = "fleet_derived.rs"]
-mod derived;
+pub(crate) mod derived;
 
 #[path = "fleet_claims.rs"]
 pub(crate) mod claims;

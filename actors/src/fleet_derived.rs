@@ -19,6 +19,12 @@ use serde_json::Value;
 /// ([`hold_for_absent_owners`]): it comes back when they are again.
 pub(crate) const OWNER_ABSENT: &str = "owner_absent";
 
+/// Whether `bot`, made by CreateAgent, is held because its owner is no
+/// longer a user of the host ([`hold_for_absent_owners`]).
+pub(crate) fn owner_absent(bot: &BotRecord) -> bool {
+    bot.settings.get(OWNER_ABSENT).is_some()
+}
+
 /// The writes that hold each bot made by CreateAgent whose owner is no
 /// longer among the fleet's `users` (their `[[users]]` table removed), at
 /// `now_ms`: it is marked removed, as a bot the config dropped, so it runs
@@ -41,7 +47,7 @@ pub(crate) fn hold_for_absent_owners(
     let mut writes = Vec::new();
     for bot in bots.values().filter(|b| b.origin.starts_with(MADE_BY)) {
         let present = users.contains(&bot.owner);
-        let held = bot.settings.get(OWNER_ABSENT).is_some();
+        let held = owner_absent(bot);
         if !present && bot.removed_at().is_none() {
             tracing::warn!(bot = %bot.id, owner = %bot.owner, "bot made with CreateAgent belongs to a user no longer in the fleet's config: it runs no turns and its routines do not fire until [[users]] lists them again; its sessions and inputs are kept");
             let mut want = bot.clone().mark_removed(now_ms);

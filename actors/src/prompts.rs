@@ -342,6 +342,10 @@ prompts! {
     group_absent_removed => "group_absent_removed.md",
     /// … its owner removed it (a bot made by CreateAgent).
     group_absent_removed_by_owner => "group_absent_removed_by_owner.md",
+    /// … made by CreateAgent, its owner is no longer a user of the host.
+    group_absent_owner_away => "group_absent_owner_away.md",
+    /// … a subagent removed with its parent.
+    group_absent_parent_gone => "group_absent_parent_gone.md",
     /// … it is a subagent its parent stopped.
     group_absent_stopped => "group_absent_stopped.md",
     /// … its owner no longer shares it.

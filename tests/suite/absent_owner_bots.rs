@@ -109,3 +109,65 @@ async fn a_made_bot_of_a_user_dropped_from_the_config_is_held_until_they_are_bac
     assert_eq!(status, 202, "{sent}");
     host.shutdown().await;
 }
+
+/// A held made bot in a room says why it takes no turns: its owner is
+/// away, not that it was removed (QA: the notice said "removed by its
+/// owner", which nobody did, and it came back with them).
+#[tokio::test]
+async fn a_held_made_bot_in_a_room_is_named_as_held_not_removed() {
+    let fleet = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "carol")
+        .bot_of("b1", "s", &["SendMessage"], "bob")
+        .bot_lines("shareable = true")
+        .tables(&carol());
+    let host = fleet.start().await;
+    let (status, made) = host
+        .call(
+            reqwest::Method::POST,
+            "/v1/bots/c1/messages",
+            CAROL,
+            Some(json!({ "text": "make a helper" })),
+        )
+        .await;
+    assert_eq!(status, 202, "{made}");
+    let client = botfleet::client::Client::new(&host.url, CAROL).unwrap();
+    until_signalled(&client, async || {
+        let (_, v) = host.get("/v1/bots", CAROL).await;
+        v["bots"]
+            .as_array()
+            .and_then(|bs| bs.iter().find(|b| b["id"] == "helper").cloned())
+            .ok_or_else(|| format!("c1 made no helper yet: {v}"))
+    })
+    .await;
+    let (status, room) = host.create_room(CAROL, "mix", &["helper", "b1"]).await;
+    assert_eq!(status, 201, "{room}");
+
+    // carol leaves the fleet; her c1 goes to bob
+    let fleet = host
+        .shutdown()
+        .await
+        .without_tables()
+        .without_bot("c1")
+        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    host.post_text("/v1/groups/mix/messages", BOB_TOKEN, "@helper @b1 hi")
+        .await;
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    let notice = until_signalled(&bob, async || {
+        let (_, v) = host.get("/v1/groups/mix/entries", BOB_TOKEN).await;
+        v["entries"]
+            .as_array()
+            .and_then(|es| es.iter().find(|e| e["code"] == "removed_member").cloned())
+            .ok_or_else(|| format!("no removed_member notice: {v:#}"))
+    })
+    .await;
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("@helper belongs to a user who is no longer one of this host's")
+            && !text.contains("removed by its owner"),
+        "{text}"
+    );
+    host.shutdown().await;
+}

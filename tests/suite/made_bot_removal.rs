@@ -375,6 +375,50 @@ async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
     host.shutdown().await;
 }
 
+/// A subagent in a room, removed with its parent: the room and a new
+/// room's refusal name its parent, not the fleet's config (QA: both said
+/// it was "no longer in the fleet's config" and to list it in fleet.toml,
+/// where a subagent cannot be).
+#[tokio::test]
+async fn a_subagent_removed_with_its_parent_is_named_so_in_rooms() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("maker", "s", MAKER_TOOLS)
+        .start()
+        .await;
+    let (_, end) = host.end_turn("maker", "mkworker now").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let (_, end) = host.end_turn("worker", "delegate a job").await;
+    assert_eq!(end["status"], "completed", "{end}");
+    let sub = host.wait_subagent_of("worker").await;
+    let (status, room) = host.create_room(TOKEN, "crew", &["maker", &sub]).await;
+    assert_eq!(status, 201, "{room}");
+    let (status, removed) = delete(&host, "/v1/bots/worker", TOKEN).await;
+    assert_eq!(status, 200, "{removed}");
+
+    let (_, run) = host
+        .discuss(TOKEN, "crew", &format!("@{sub} @maker hello"))
+        .await;
+    let notice = run
+        .iter()
+        .find(|e| e["code"] == "removed_member")
+        .unwrap_or_else(|| panic!("no removed_member notice: {run:#?}"));
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("whose parent worker is no longer in the fleet") && !text.contains("config"),
+        "{text}"
+    );
+    let (status, v) = host.create_room(TOKEN, "crew2", &["maker", &sub]).await;
+    assert_eq!(status, 409, "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("whose parent worker is no longer in the fleet")
+            && !message.contains("fleet.toml"),
+        "{message}"
+    );
+    host.shutdown().await;
+}
+
 /// The fleet file may not take another person's made bot by its id:
 /// bob's `[[bots]] id = "helper"` stops the start, naming the bot, its
 /// owner and the fix, and alice's helper stays hers (QA, 2026-12-04: the

@@ -1,7 +1,9 @@
 //! Members that take no turns: a bot the fleet's config no longer lists,
-//! a bot made by CreateAgent that its owner removed (for good), and a
-//! subagent its parent stopped (its turns would be cancelled as they
-//! start, and a retry of them is refused). A post does not address them
+//! a bot made by CreateAgent that its owner removed (for good) or whose
+//! owner is no longer a user of the host (held until they are again), a
+//! subagent removed with its parent, and a subagent its parent stopped
+//! (its turns would be cancelled as they start, and a retry of them is
+//! refused). A post does not address them
 //! and says so when it mentions them (`removed_member`, and the answer's
 //! `removed_mentions`); a discussion goes on without them.
 
@@ -24,6 +26,17 @@ pub(crate) enum Absent {
     /// Made by CreateAgent, removed by its owner: no config lists it, it
     /// does not come back.
     RemovedByOwner,
+    /// Made by CreateAgent for a user the fleet's config no longer lists:
+    /// held until `[[users]]` lists them again (`fleet_derived.rs`).
+    OwnerAway,
+    /// A subagent removed with its parent `parent` (taken out of the
+    /// fleet's config, or removed by its owner): it is in no config of its
+    /// own. (It was named as "no longer in the fleet's config", with the
+    /// advice to list it in fleet.toml, where a subagent cannot be: QA.)
+    ParentGone {
+        /// Its parent.
+        parent: BotId,
+    },
     /// A subagent `parent` stopped: it takes no more work.
     Stopped {
         /// The bot that started and stopped it.
@@ -36,7 +49,10 @@ pub(crate) enum Absent {
 /// `stopped` (a subagent its parent stopped); `None` while it takes them.
 pub async fn absence(store: &Store, bot: &BotRecord) -> Result<Option<&'static str>, GroupError> {
     Ok(absent(store, bot).await?.map(|a| match a {
-        Absent::Removed | Absent::RemovedByOwner => "removed",
+        Absent::Removed
+        | Absent::RemovedByOwner
+        | Absent::OwnerAway
+        | Absent::ParentGone { .. } => "removed",
         Absent::Stopped { .. } => "stopped",
     }))
 }
@@ -44,7 +60,18 @@ pub async fn absence(store: &Store, bot: &BotRecord) -> Result<Option<&'static s
 /// Whether `bot` takes no turns, and why.
 pub(crate) async fn absent(store: &Store, bot: &BotRecord) -> Result<Option<Absent>, GroupError> {
     if bot.removed_at().is_some() && bot.made_by_agent() {
+        // held while its owner is away, not removed by them (QA: a room
+        // said "removed by its owner" of a bot that comes back)
+        if crate::fleet::derived::owner_absent(bot) {
+            return Ok(Some(Absent::OwnerAway));
+        }
         return Ok(Some(Absent::RemovedByOwner));
+    }
+    if bot.removed_at().is_some()
+        && let Some(parent) = bot.origin.strip_prefix("subagent:")
+        && let Ok(parent) = BotId::new(parent)
+    {
+        return Ok(Some(Absent::ParentGone { parent }));
     }
     if bot.removed_at().is_some() {
         return Ok(Some(Absent::Removed));
@@ -69,6 +96,14 @@ pub(crate) fn absent_text(gone: &[(BotId, Absent)]) -> String {
         match why {
             Absent::Removed => removed.push(format!("@{id}")),
             Absent::RemovedByOwner => by_owner.push(format!("@{id}")),
+            Absent::OwnerAway => sentences.push(format!(
+                "@{id} belongs to a user who is no longer one of this host's and takes no turns \
+                 in this room until they are again; mention another member."
+            )),
+            Absent::ParentGone { parent } => sentences.push(format!(
+                "@{id} is a subagent whose parent {parent} is no longer in the fleet, and takes \
+                 no turns in this room; mention another member."
+            )),
             Absent::Stopped { parent } => sentences.push(format!(
                 "@{id} is a subagent that {parent} stopped and takes no more turns in this room; \
                  ask {parent} to start a new task, or mention another member."

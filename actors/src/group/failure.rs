@@ -93,8 +93,8 @@ impl GroupState {
             Some(Absent::Stopped { parent }) => (Some(parent), false),
             // its owner removed it: a retry is refused (409), a mention
             // reaches no one, so neither is offered (QA, 2026-12-04)
-            Some(Absent::RemovedByOwner) => (None, true),
-            Some(Absent::Removed) | None => (None, false),
+            Some(Absent::RemovedByOwner | Absent::OwnerAway) => (None, true),
+            Some(Absent::Removed | Absent::ParentGone { .. }) | None => (None, false),
         };
         let name = self
             .names

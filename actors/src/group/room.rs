@@ -262,16 +262,26 @@ pub(super) async fn check_members(
             && (b.owner == *user || shareable(b))
         {
             // it runs no turns: the discussion would skip it every time
-            if b.made_by_agent() {
-                // made by CreateAgent: no config lists it, it does not come back
-                return Err(GroupError::Conflict(format!(
-                    "member {id} was removed by its owner and takes no turns; add another bot"
-                )));
-            }
-            return Err(GroupError::Conflict(format!(
-                "member {id} is no longer in the fleet's config and takes no turns; list it \
-                 in fleet.toml again, or add another bot"
-            )));
+            return Err(GroupError::Conflict(
+                match super::absent::absent(&rt.store, b).await? {
+                    Some(super::absent::Absent::OwnerAway) => format!(
+                        "member {id} belongs to a user who is no longer one of this host's and \
+                         takes no turns until [[users]] lists them again; add another bot"
+                    ),
+                    Some(super::absent::Absent::ParentGone { parent }) => format!(
+                        "member {id} is a subagent whose parent {parent} is no longer in the \
+                         fleet and takes no turns; add another bot"
+                    ),
+                    // made by CreateAgent: no config lists it, it does not come back
+                    Some(super::absent::Absent::RemovedByOwner) => format!(
+                        "member {id} was removed by its owner and takes no turns; add another bot"
+                    ),
+                    _ => format!(
+                        "member {id} is no longer in the fleet's config and takes no turns; list \
+                         it in fleet.toml again, or add another bot"
+                    ),
+                },
+            ));
         }
         let name = MemberName {
             id: id.to_string(),

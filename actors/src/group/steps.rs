@@ -605,6 +605,10 @@ impl GroupState {
             let (template, parent) = match why {
                 Some(Absent::Removed) => (&p.group_absent_removed, String::new()),
                 Some(Absent::RemovedByOwner) => (&p.group_absent_removed_by_owner, String::new()),
+                Some(Absent::OwnerAway) => (&p.group_absent_owner_away, String::new()),
+                Some(Absent::ParentGone { parent }) => {
+                    (&p.group_absent_parent_gone, parent.to_string())
+                }
                 Some(Absent::Stopped { parent }) => (&p.group_absent_stopped, parent.to_string()),
                 // not removed nor stopped: its owner no longer shares it
                 None => (&p.group_absent_unshared, String::new()),
