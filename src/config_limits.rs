@@ -377,7 +377,10 @@ impl LoadedFleet {
         match &h.workspace {
             Some(w) => match dir_problem(w) {
                 Some(problem) => Err(self.invalid("host.workspace", problem)),
-                None => Ok(()),
+                None => match self.workspace_overlap(w) {
+                    Some(problem) => Err(self.invalid("host.workspace", problem)),
+                    None => Ok(()),
+                },
             },
             None => match dir_problem(&h.data_dir.join("workspace")) {
                 Some(problem) => Err(self.invalid(
@@ -386,6 +389,100 @@ impl LoadedFleet {
                 )),
                 None => Ok(()),
             },
+        }
+    }
+}
+
+/// The entries of a data directory the host writes itself: a user's
+/// workspace there would be the host's own files.
+const HOST_ENTRIES: [&str; 3] = ["index", "transcripts", "shell"];
+
+impl LoadedFleet {
+    /// Why `workspace` (`host.workspace`) may not be used with
+    /// `host.data_dir`: each user works in `<workspace>/<user id>`, so a
+    /// workspace that is the data directory, or inside one of the host's
+    /// own directories in it, gives a user named `transcripts` the
+    /// transcript mirror of every user, `index` the search index, `shell`
+    /// the Shell registry (QA: a user `transcripts` read alice's
+    /// transcripts with `cat`); and one that holds the data directory as a
+    /// user's workspace gives that user the store.
+    fn workspace_overlap(&self, workspace: &Path) -> Option<String> {
+        let data = resolved(&self.file.host.data_dir);
+        let ws = resolved(workspace);
+        let fix = "name a directory apart from it, or leave the key out for <data_dir>/workspace";
+        if ws == data {
+            return Some(format!(
+                "{} is the data directory (host.data_dir): each user works in \
+                 <workspace>/<user id>, so a user named `transcripts`, `index` or `shell` would \
+                 work in the host's own files; {fix}",
+                workspace.display()
+            ));
+        }
+        if let Ok(below) = ws.strip_prefix(&data)
+            && let Some(first) = below.components().next()
+        {
+            let first = first.as_os_str().to_string_lossy();
+            if HOST_ENTRIES.contains(&first.as_ref()) || first.starts_with("fleet.db") {
+                return Some(format!(
+                    "{} is inside the host's own `{first}` in the data directory \
+                     (host.data_dir): a user's workspace there would be the host's files; {fix}",
+                    workspace.display()
+                ));
+            }
+        }
+        if let Ok(below) = data.strip_prefix(&ws)
+            && let Some(first) = below.components().next()
+        {
+            let first = first.as_os_str().to_string_lossy();
+            if let Some(user) = self
+                .file
+                .users
+                .iter()
+                .find(|u| u.id.eq_ignore_ascii_case(&first))
+            {
+                return Some(format!(
+                    "{} holds the data directory (host.data_dir) as the workspace of user {:?} \
+                     (<workspace>/<user id>): their bots would work in the host's store; {fix}",
+                    workspace.display(),
+                    user.id
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// `path` absolute, its `.` and `..` taken out, and the part of it that
+/// exists with its links followed (a link to the data directory is it).
+fn resolved(path: &Path) -> std::path::PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut clean = std::path::PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other),
+        }
+    }
+    // the longest existing ancestor, canonical, and the rest as written
+    let mut existing = clean.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return clean,
         }
     }
 }

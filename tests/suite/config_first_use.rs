@@ -136,6 +136,7 @@ async fn host_paths_that_cannot_be_directories_are_refused_naming_the_key() {
     let file = dir.path().join("somefile");
     std::fs::write(&file, "x").unwrap();
     let f = file.display();
+    let d = dir.path().display();
     let cases = [
         (
             "data_dir = \"\"".to_owned(),
@@ -156,6 +157,18 @@ async fn host_paths_that_cannot_be_directories_are_refused_naming_the_key() {
             format!("workspace = \"{f}/ws\""),
             "host.workspace",
             "is not a directory, so",
+        ),
+        // the data directory itself, however written: a user named
+        // `transcripts` read everyone's transcripts there (QA)
+        (
+            format!("workspace = \"{d}/./data/../data\""),
+            "host.workspace",
+            "is the data directory (host.data_dir)",
+        ),
+        (
+            format!("workspace = \"{d}/data/transcripts/people\""),
+            "host.workspace",
+            "is inside the host's own `transcripts`",
         ),
     ];
     for (line, key, says) in &cases {
