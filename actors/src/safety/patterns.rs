@@ -78,7 +78,8 @@ pub struct HostAllowlist {
 }
 
 impl HostAllowlist {
-    /// An allowlist of these patterns (lowercased).
+    /// An allowlist of these patterns, written as [`comparable_host`]
+    /// writes hosts.
     pub fn new<I, S>(patterns: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -87,7 +88,7 @@ impl HostAllowlist {
         Self {
             patterns: patterns
                 .into_iter()
-                .map(|p| p.as_ref().trim().to_ascii_lowercase())
+                .map(|p| comparable_host(p.as_ref()))
                 .filter(|p| !p.is_empty())
                 .collect(),
         }
@@ -95,7 +96,7 @@ impl HostAllowlist {
 
     /// Whether data may go to `host` without asking.
     pub fn allows(&self, host: &str) -> bool {
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let host = comparable_host(host);
         if matches!(host.as_str(), "localhost" | "::1" | "[::1]" | "0.0.0.0")
             || host.starts_with("127.")
             || host.ends_with(".localhost")
@@ -112,6 +113,19 @@ impl HostAllowlist {
     pub fn patterns(&self) -> &[String] {
         &self.patterns
     }
+}
+
+/// A host (or an allowlist pattern) as the allowlist compares them:
+/// trimmed, lowercased, without the root's trailing dot (`github.com.`),
+/// and an IPv6 address in brackets as URLs write it (`[2001:db8::1]`).
+/// Both forms of each are accepted in the allowlist; patterns written
+/// bare or with the dot were accepted and never matched (QA).
+fn comparable_host(host: &str) -> String {
+    let host = host.trim().trim_end_matches('.').to_ascii_lowercase();
+    if !host.starts_with('[') && host.parse::<std::net::Ipv6Addr>().is_ok() {
+        return format!("[{host}]");
+    }
+    host
 }
 
 /// Checks a host pattern of the allowlist: a host name, an IPv4 address,
@@ -405,6 +419,20 @@ mod tests {
         for h in ["api.github.com", "corp.example.evil", "evil.io"] {
             assert!(!allow.allows(h), "{h}");
         }
+        // a pattern with the root's dot, or an IPv6 address written bare
+        // (both accepted by the config), matches the host as URLs give it
+        // (QA: neither ever matched)
+        let allow = HostAllowlist::new(["GitHub.com.", "2001:db8::1", "[2001:db8::2]"]);
+        for h in [
+            "github.com",
+            "github.com.",
+            "[2001:db8::1]",
+            "[2001:db8::2]",
+            "2001:db8::2",
+        ] {
+            assert!(allow.allows(h), "{h}");
+        }
+        assert!(!allow.allows("[2001:db8::3]"));
         assert!(valid_host_pattern("*.corp.example"));
         assert!(!valid_host_pattern("https://x"));
         assert!(!valid_host_pattern(""));
