@@ -359,6 +359,9 @@ mod keys;
 
 #[path = "config_limits.rs"]
 mod limits;
+
+#[path = "config_shape.rs"]
+mod shape;
 pub use limits::dir_problem;
 
 #[path = "config_provider.rs"]

@@ -62,6 +62,13 @@ impl LoadedFleet {
         base_dir: Option<PathBuf>,
         overrides: &Overrides,
     ) -> Result<Self, ConfigError> {
+        if let Some((key, message)) = super::shape::shape_problem(text) {
+            return Err(ConfigError::Invalid {
+                path: source.to_owned(),
+                key,
+                message,
+            });
+        }
         let mut file: FleetFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: source.to_owned(),
             // never a token or secret of the line it quotes (config_hidden.rs)

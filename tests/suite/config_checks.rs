@@ -709,3 +709,50 @@ async fn check_config_warns_when_max_hops_leaves_no_room_for_a_task() {
         assert!(warning.contains(says), "{says:?}: {warning}");
     }
 }
+
+/// A table written as an array (or an array of tables as anything else)
+/// is refused by both, naming the key and how to write it. Regression
+/// (QA): serde read a struct from an array field by field, so `review =
+/// ["off"]` started with Shell unreviewed, and `[[host]]` said "invalid
+/// type: map, expected path string".
+#[tokio::test]
+async fn a_table_written_as_an_array_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    std::fs::write(dir.path().join("scripts/s.toml"), "[[rule]]\nsteps = []\n").unwrap();
+    let host = format!(
+        "[host]\ndata_dir = \"{}\"\nlisten = \"127.0.0.1:0\"\n",
+        dir.path().join("data").display()
+    );
+    let cases = [
+        (
+            format!("review = [\"off\"]\n{host}\n{ALICE}\n{SCRIPTED}\n{BOT}"),
+            "key `review`: must be a table, written `[review]`",
+        ),
+        (
+            format!(
+                "{}\n{ALICE}\n{SCRIPTED}\n{BOT}",
+                host.replace("[host]", "[[host]]")
+            ),
+            "key `host`: must be a table, written `[host]`",
+        ),
+        (
+            format!("users = [\"alice\"]\n{host}\n{SCRIPTED}\n{BOT}"),
+            "key `users[0]`: must be a table, written `[[users]]`",
+        ),
+        (
+            format!("{host}\n{ALICE}\n{SCRIPTED}\n{BOT}routines = [\"0 9 * * *\"]\n"),
+            "key `bots[0].routines[0]`: must be a table, written `[[bots.routines]]`",
+        ),
+        (
+            format!("providers = {{ s = \"scripted\" }}\n{host}\n{ALICE}\n{BOT}"),
+            "key `providers.s`: must be a table, written `[providers.s]`",
+        ),
+    ];
+    for (text, says) in cases {
+        let path = dir.path().join("fleet.toml");
+        std::fs::write(&path, &text).unwrap();
+        let err = both_refuse(&path, &[]).await;
+        assert!(err.contains(says), "{says}: {err}\n{text}");
+    }
+}
