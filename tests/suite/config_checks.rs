@@ -756,3 +756,25 @@ async fn a_table_written_as_an_array_is_refused_naming_the_key() {
         assert!(err.contains(says), "{says}: {err}\n{text}");
     }
 }
+
+/// A `[[secrets]]` value of only whitespace, or with whitespace at an
+/// end, is refused as the API refuses it (QA: `"   "` was taken, and a
+/// value with a pasted newline was scrubbed only with it).
+#[tokio::test]
+async fn a_secret_value_with_whitespace_is_refused_as_the_api_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (value, says) in [
+        ("   ", "only whitespace"),
+        ("ghp_pasted12345\\n", "starts or ends with whitespace"),
+    ] {
+        let body = format!(
+            "{ALICE}\n{SCRIPTED}\n{BOT}\n[[secrets]]\nname = \"GITHUB_TOKEN\"\nvalue = \"{value}\"\n"
+        );
+        let fleet = write_fleet(dir.path(), &body, Some(ECHO));
+        let err = both_refuse(&fleet, &[]).await;
+        assert!(
+            err.contains("secrets[0].value") && err.contains(says),
+            "{value:?}: {err}"
+        );
+    }
+}

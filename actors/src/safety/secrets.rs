@@ -457,6 +457,24 @@ impl ScrubStream<'_> {
 /// `+`, printed with Python's `quote` reached the model and the
 /// transcript.)
 pub(crate) fn forms(raw: &str) -> impl Iterator<Item = String> {
+    // a value stored with whitespace at an end (before the API and the
+    // fleet file refused one) is scrubbed without it too: a command prints
+    // it so (`$(printenv X)` drops a trailing newline)
+    let trimmed = raw.trim();
+    let mut out: Vec<String> = if trimmed.is_empty() || trimmed == raw {
+        forms_of(raw)
+    } else {
+        let mut both = forms_of(raw);
+        both.extend(forms_of(trimmed));
+        both
+    };
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|form| seen.insert(form.clone()));
+    out.into_iter()
+}
+
+/// [`forms`] of `raw` as it is.
+fn forms_of(raw: &str) -> Vec<String> {
     let mut out = vec![raw.to_owned()];
     out.extend(json_escaped(raw));
     out.extend(json_ascii_escaped(raw, false));
@@ -479,9 +497,7 @@ pub(crate) fn forms(raw: &str) -> impl Iterator<Item = String> {
             }
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|form| seen.insert(form.clone()));
-    out.into_iter()
+    out
 }
 
 /// `raw` as it appears inside a JSON string, when that differs from `raw`.
