@@ -25,6 +25,12 @@ use super::extract::read_body;
 /// Longest secret value.
 const MAX_SECRET_BYTES: usize = 16 * 1024;
 
+/// Most secrets one user stores: each turn of a bot that uses one reads
+/// them all, and every command's output is searched for each (QA: 2,000
+/// values of 16 KiB, all taken, made that user's turns take 18 s, and
+/// held other users' turns while they were read).
+const MAX_SECRETS_PER_USER: usize = 256;
+
 /// Longest secret name (`secret_name_problem`'s rule).
 const MAX_NAME_CHARS: usize = 64;
 
@@ -112,6 +118,15 @@ pub(crate) async fn put(
              variable, which cannot hold one: send the value without it"
                 .into(),
         ));
+    }
+    let stored = state.fleet.store().user_secrets(&user.0).await?;
+    if stored.len() >= MAX_SECRETS_PER_USER && !stored.iter().any(|(n, _, _)| *n == name) {
+        return Err(ApiError::Conflict(format!(
+            "you have {} secrets, the most a user may store: delete one you no longer use \
+             (DELETE /v1/secrets/NAME, or on the page's Secrets) and send this again; a stored \
+             name may still be given a new value",
+            stored.len()
+        )));
     }
     state
         .fleet

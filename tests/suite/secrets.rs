@@ -314,3 +314,50 @@ async fn the_hosts_own_credentials_are_scrubbed_from_every_tool_result() {
     host.shutdown().await;
     server.shutdown().await;
 }
+
+/// A user stores at most 256 secrets: one more is refused naming the
+/// limit and what to do, a stored one still takes a new value, and after
+/// a delete the new one is taken. Regression (QA): 2,000 values were
+/// taken, and each turn of a bot with a secret read and searched them
+/// all, holding other users' turns.
+#[tokio::test]
+async fn a_user_stores_at_most_256_secrets() {
+    let host = TestFleet::new()
+        .script("s", "[[rule]]\nsteps = []\n")
+        .bot("r", "s", &["SendMessage"])
+        .start()
+        .await;
+    let put = |name: String, value: &'static str| {
+        let host = &host;
+        async move {
+            host.call(
+                reqwest::Method::PUT,
+                &format!("/v1/secrets/{name}"),
+                TOKEN,
+                Some(json!({ "value": value })),
+            )
+            .await
+        }
+    };
+    for i in 0..256 {
+        let (status, v) = put(format!("KEY_{i}"), "a-value-of-some-length").await;
+        assert_eq!(status, 200, "{i}: {v}");
+    }
+    let (status, v) = put("KEY_256".into(), "a-value-of-some-length").await;
+    assert_eq!(status, 409, "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("you have 256 secrets, the most a user may store")
+            && message.contains("DELETE /v1/secrets/NAME"),
+        "{message}"
+    );
+    let (status, v) = put("KEY_7".into(), "another-value-entirely").await;
+    assert_eq!(status, 200, "a stored one takes a new value: {v}");
+    let (status, v) = host
+        .call(reqwest::Method::DELETE, "/v1/secrets/KEY_7", TOKEN, None)
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = put("KEY_256".into(), "a-value-of-some-length").await;
+    assert_eq!(status, 200, "{v}");
+    host.shutdown().await;
+}

@@ -69,7 +69,6 @@ impl SharedSecrets {
         new.sort_unstable();
         new.dedup();
         let mut by_owner = self.by_owner.lock();
-        let own = Matcher::new(new.iter().copied());
         let old: Vec<&str> = by_owner
             .get(owner)
             .map(|v| v.iter().map(Secret::expose).collect())
@@ -77,6 +76,9 @@ impl SharedSecrets {
         if old == new {
             return false;
         }
+        // only for a change: it was built at every turn of a bot with a
+        // secret, under the lock every user's turn takes (QA)
+        let own = Matcher::new(new.iter().copied());
         if new.is_empty() {
             by_owner.remove(owner);
         } else {
