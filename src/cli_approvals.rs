@@ -20,10 +20,11 @@ use crate::client::segment;
 
 /// Lists the user's approvals (pending ones, or all).
 pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::Result<ExitCode> {
+    // the API's most (`limit` 1-500), and whether more match than that
     let path = if all {
-        "/v1/approvals?limit=100"
+        "/v1/approvals?limit=500"
     } else {
-        "/v1/approvals?status=pending&limit=100"
+        "/v1/approvals?status=pending&limit=500"
     };
     let v = client.expect(client.get(path).await?, "approvals")?;
     if as_json {
@@ -47,6 +48,19 @@ pub(crate) async fn list(client: &Client, all: bool, as_json: bool) -> anyhow::R
     let now = chrono::Utc::now().timestamp_millis();
     for a in &items {
         outln!("{}", line(a, now));
+    }
+    // a note, not a row: on stderr (it showed the newest 100 of more,
+    // saying nothing: QA)
+    if v["more"] == json!(true) {
+        errln!(
+            "\n(the {} listed are the {}; more match, which the API does not list)",
+            items.len(),
+            if all {
+                "pending ones and then the newest others"
+            } else {
+                "oldest pending ones"
+            }
+        );
     }
     // a hint, not a row: on stderr; not under approvals none of which can
     // be decided (QA: it stood under one asked of a former owner, which

@@ -62,20 +62,24 @@ pub(crate) async fn list(
     approvals::write_expiries(state.fleet.runtime(), &user.0).await?;
     // filtered in the store's query, before its limit: filtering a page of
     // the newest would miss older approvals of that status
-    let listed = match q.status {
+    // one more than asked: whether more match than the page shows (QA:
+    // `botfleet approvals --all` showed 100 of 105, saying nothing)
+    let mut listed = match q.status {
         Some(status) => {
             store
-                .approvals_of_owner_with_status(&user.0, status, limit)
+                .approvals_of_owner_with_status(&user.0, status, limit + 1)
                 .await?
         }
-        None => store.approvals_of_owner(&user.0, limit).await?,
+        None => store.approvals_of_owner(&user.0, limit + 1).await?,
     };
+    let more = listed.len() > usize::try_from(limit).unwrap_or(usize::MAX);
+    listed.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     let mut bots = HashMap::new();
     let mut shown = Vec::with_capacity(listed.len());
     for a in listed {
         shown.push(with_obstacle(&state, &mut bots, a).await?);
     }
-    Ok(Json(json!({ "approvals": shown })))
+    Ok(Json(json!({ "approvals": shown, "more": more })))
 }
 
 /// Approval `a` as the API shows it: the record, with `cannot_run` and

@@ -288,6 +288,23 @@ async fn every_reader_agrees_on_an_expired_approval() {
             s(used_late, "expired")
         ]
     );
+    // a page that holds fewer than match says so (QA: `approvals --all`
+    // showed 100 of 105, saying nothing)
+    for (path, shown, more) in [
+        ("/v1/approvals?limit=2", 2, true),
+        ("/v1/approvals?limit=3", 3, false),
+        ("/v1/approvals?status=expired&limit=1", 1, true),
+        ("/v1/approvals?status=pending&limit=1", 1, false),
+    ] {
+        let (status, v) = rig.call("GET", path, None).await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(
+            v["approvals"].as_array().map(Vec::len),
+            Some(shown),
+            "{path}: {v}"
+        );
+        assert_eq!(v["more"], more, "{path}: {v}");
+    }
     for (status, expected) in [
         ("pending", vec![s(waiting, "pending")]),
         ("approved", vec![]),
