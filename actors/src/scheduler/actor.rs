@@ -141,15 +141,16 @@ pub enum SchedulerError {
     /// A new routine's name differs from one of the bot's only in case:
     /// two names people read as one, each with its own schedule and
     /// session (QA: `Every-Minute` beside `every-minute`).
-    #[error(
-        "the bot has a routine {existing:?}, which {name:?} differs from only in case; put it \
-         as {existing:?} to replace that one, or give it another name"
-    )]
+    #[error("the bot has a routine {existing:?}, which {name:?} differs from only in case; {fix}")]
     NameClash {
         /// The name given.
         name: String,
         /// The bot's routine it clashes with.
         existing: String,
+        /// What to do: replace that one (an API routine), or change it in
+        /// fleet.toml (one of the file's, which the API cannot replace:
+        /// the advice to put it under that name was then refused, QA).
+        fix: String,
     },
     /// No such bot.
     #[error("no bot \"{0}\"; list bots with GET /v1/bots or `botfleet bots`")]

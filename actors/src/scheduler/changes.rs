@@ -181,14 +181,21 @@ pub(super) async fn put(
         return Err(SchedulerError::ConfigOwned { name: spec.name });
     }
     if existing.is_none()
-        && let Some((_, other)) = state
+        && let Some(((_, other), listed)) = state
             .routines
-            .keys()
-            .find(|(b, n)| *b == bot && n.eq_ignore_ascii_case(&spec.name))
+            .iter()
+            .find(|((b, n), _)| *b == bot && n.eq_ignore_ascii_case(&spec.name))
     {
+        let fix = if listed.record.origin == RoutineOrigin::Config {
+            "that one is defined in fleet.toml: change it there, or give this one another name"
+                .to_owned()
+        } else {
+            format!("put it as {other:?} to replace that one, or give it another name")
+        };
         return Err(SchedulerError::NameClash {
             name: spec.name,
             existing: other.clone(),
+            fix,
         });
     }
     // the scheduler handles one message at a time: no other put can
