@@ -388,7 +388,10 @@ fn a_second_scrub_leaves_the_first_ones_markers_whole() {
 #[test]
 fn a_value_with_whitespace_at_an_end_is_scrubbed_without_it() {
     let pasted: Vec<String> = forms("ghp_pasted12345\n").collect();
-    assert!(pasted.contains(&"ghp_pasted12345\n".to_owned()), "{pasted:?}");
+    assert!(
+        pasted.contains(&"ghp_pasted12345\n".to_owned()),
+        "{pasted:?}"
+    );
     assert!(pasted.contains(&"ghp_pasted12345".to_owned()), "{pasted:?}");
     let spaced: Vec<String> = forms("  spaced-token  ").collect();
     assert!(spaced.contains(&"spaced-token".to_owned()), "{spaced:?}");
