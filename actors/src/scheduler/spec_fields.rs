@@ -90,10 +90,11 @@ pub(super) fn misread(pattern: &str) -> Option<String> {
         6 => &[SECOND, MINUTE, HOUR, DAY, MONTH, WEEKDAY],
         _ => return None,
     };
-    fields
-        .iter()
-        .zip(&parts)
-        .find_map(|(field, text)| list_problem(field, text).or_else(|| step_problem(field, text)))
+    fields.iter().zip(&parts).find_map(|(field, text)| {
+        list_problem(field, text)
+            .or_else(|| step_problem(field, text))
+            .or_else(|| mark_problem(field, text))
+    })
 }
 
 /// An empty item in `text`'s list.
@@ -134,12 +135,53 @@ fn step_problem(field: &Field, text: &str) -> Option<String> {
                 ));
             }
             Ok(_) => {}
+            // digits past u32: a step past the span, not "no number" (QA)
+            Err(_) if !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()) => {
+                return Some(format!(
+                    "the {} field has `{item}`, a step of {step}, more than the {} field's span \
+                     ({}-{}): it would fire at its start only; write that number instead",
+                    field.name, field.name, field.min, field.max
+                ));
+            }
             Err(_) => {
                 return Some(format!(
                     "the {} field has `{item}`, whose step `{step}` is not a whole number",
                     field.name
                 ));
             }
+        }
+    }
+    None
+}
+
+/// A day mark (`L`, `W`) where `field` takes none, or twice: `W`
+/// (nearest weekday) is of the day of the month, `L` (last) of a weekday
+/// (or alone, of the day of the month), each once. croner's own words
+/// came through for `5W` and `2L`, and `5LL` ran as `5L` (QA).
+fn mark_problem(field: &Field, text: &str) -> Option<String> {
+    for word in text.split([',', '-', '/', '#']) {
+        let upper = word.to_ascii_uppercase();
+        let bare = upper.trim_end_matches(['L', 'W']);
+        let mark = &upper[bare.len()..];
+        if bare.is_empty() || bare.parse::<u32>().is_err() || mark.is_empty() {
+            continue;
+        }
+        let takes = match field.name {
+            // (`15L` is told by `field_problem` that `L` stands alone there)
+            "day-of-month" => mark == "W" || mark == "L",
+            "day-of-week" => mark == "L",
+            _ => false,
+        };
+        if !takes {
+            let marks = match field.name {
+                "day-of-month" => "only `W` after a day (`15W`: the weekday nearest the 15th)",
+                "day-of-week" => "only `L` after a weekday (`5L`: the month's last Friday)",
+                _ => "no `L` or `W`: those go in the day-of-month and day-of-week fields",
+            };
+            return Some(format!(
+                "the {} field has `{word}`: it takes {marks}",
+                field.name
+            ));
         }
     }
     None
@@ -163,6 +205,16 @@ fn word_problem(field: &Field, item: &str) -> Option<String> {
     for word in item.split(['-', '/', '#']) {
         let upper = word.to_ascii_uppercase();
         let bare = upper.trim_end_matches(['L', 'W']);
+        // digits past u32: out of the field's range, not "no number" (QA)
+        if !bare.is_empty()
+            && bare.bytes().all(|b| b.is_ascii_digit())
+            && bare.parse::<u32>().is_err()
+        {
+            return Some(format!(
+                "the {} field has `{word}`, out of its range {}-{}",
+                field.name, field.min, field.max
+            ));
+        }
         let fine = word.is_empty()
             || matches!(word, "*" | "?")
             || matches!(upper.as_str(), "L" | "W" | "LW")
@@ -203,7 +255,10 @@ fn name_or_number(field: &Field, word: &str) -> Option<u32> {
 /// whose start is after its end or that lacks an end, a bad step, an
 /// `#N` past the fifth, a word the field does not read.
 fn field_problem(field: &Field, text: &str) -> Option<String> {
-    if let Some(problem) = list_problem(field, text).or_else(|| step_problem(field, text)) {
+    if let Some(problem) = list_problem(field, text)
+        .or_else(|| step_problem(field, text))
+        .or_else(|| mark_problem(field, text))
+    {
         return Some(problem);
     }
     for item in text.split(',') {

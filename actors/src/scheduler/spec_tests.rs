@@ -647,6 +647,33 @@ fn a_refused_expression_names_its_field_and_value() {
             "0 0 * * L#2",
             "the day-of-week field has `L#2`: `#` follows one weekday",
         ),
+        // a mark where its field takes none, or twice, and numbers past
+        // u32 (QA: croner's own words for `5W` and `2L`, `5LL` ran as
+        // `5L`, and 4294967296 was "not a whole number")
+        (
+            "0 0 * * 5W",
+            "the day-of-week field has `5W`: it takes only `L` after a weekday",
+        ),
+        (
+            "0 0 * 2L *",
+            "the month field has `2L`: it takes no `L` or `W`",
+        ),
+        (
+            "0 0 * * 5LL",
+            "the day-of-week field has `5LL`: it takes only `L` after a weekday",
+        ),
+        (
+            "0 0 15WW * *",
+            "the day-of-month field has `15WW`: it takes only `W` after a day",
+        ),
+        (
+            "0 0 4294967296 * *",
+            "the day-of-month field has `4294967296`, out of its range 1-31",
+        ),
+        (
+            "0 0 */4294967296 * *",
+            "the day-of-month field has `*/4294967296`, a step of 4294967296, more than",
+        ),
     ] {
         let got = detail(cron);
         assert!(got.starts_with(said), "{cron}: {got}");
