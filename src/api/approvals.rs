@@ -224,12 +224,17 @@ pub(crate) async fn reviews_of_bot(
     let q = super::extract::query(query, REVIEWS_HINT)?;
     let limit = super::extract::list_limit(q.limit, 100, MAX_LIMIT, "reviews")?;
     let record = super::owned_bot(&state, &user, &bot).await?;
-    let reviews = state
+    // one more than asked: whether more rows are kept than the page shows
+    // (there is no paging past the newest 500: QA found it silent)
+    let mut reviews = state
         .fleet
         .store()
-        .reviews_of_bot_for_owner(&record.id, &user.0, limit)
+        .reviews_of_bot_for_owner(&record.id, &user.0, limit + 1)
         .await?;
-    Ok(Json(json!({ "reviews": reviews })))
+    let page = usize::try_from(limit).unwrap_or(usize::MAX);
+    let more = reviews.len() > page;
+    reviews.truncate(page);
+    Ok(Json(json!({ "reviews": reviews, "more": more })))
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ pub(crate) struct EntriesQuery {
 pub(crate) const PAGE_HINT: &str = "use ?after=SEQ (0 for the first page)&limit=N (1 to 1000)";
 
 /// The hint of the turns route's query, with [`MAX_TURNS`].
-const TURNS_HINT: &str = "use ?limit=N (1 to 100)";
+const TURNS_HINT: &str = "use ?limit=N (1 to 100) and ?before=TURN (the last turn of a page)";
 
 /// `after` and `limit` of a page of entries (a session's, a room's
 /// timeline), checked: one wording for both routes (QA: a room's said
@@ -268,11 +268,16 @@ pub(crate) async fn turn(
 pub(crate) struct TurnsQuery {
     #[serde(default)]
     limit: Option<i64>,
+    /// The id of the last turn of the page before: older ones follow.
+    #[serde(default)]
+    before: Option<String>,
 }
 
-/// `GET /v1/bots/{bot}/turns?limit=N`: the bot's last turns in sessions
-/// the user owns, newest first (not those of a DM that stayed with the
-/// bot's former owner: [`visible_turn`]).
+/// `GET /v1/bots/{bot}/turns?limit=N&before=TURN`: the bot's last turns
+/// in sessions the user owns, newest first (not those of a DM that stayed
+/// with the bot's former owner: [`visible_turn`]); `before`, the last of
+/// a page, gives the next one, and `more` says whether there is one.
+/// (It listed the newest 100 and no more, saying nothing: QA.)
 pub(crate) async fn turns_of_bot(
     State(state): State<ApiState>,
     user: AuthUser,
@@ -299,9 +304,35 @@ pub(crate) async fn turns_of_bot(
             _ => return Err(refused),
         },
     };
-    let mut turns = store.turns_of_bot_for_owner(&id, &user.0, limit).await?;
-    // a running turn is listed before its first step is stored
-    if let Some(running) = state.fleet.running_record(&id).await?
+    let before = match q.before.as_deref() {
+        None => None,
+        Some(raw) => {
+            // one of this bot's turns the user reads, as the page before
+            // listed it; any other is the same unknown
+            let unknown = || {
+                ApiError::BadRequest(format!(
+                    "before={}: no turn of bot {id} you may read by that id; give the `id` \
+                     of the last turn of the page before",
+                    botfleet_memory::quote_short(raw)
+                ))
+            };
+            let turn: botfleet_memory::TurnId = raw.trim().parse().map_err(|_| unknown())?;
+            match store.get_turn(turn).await? {
+                Some(t) if t.bot == id => Some(t.id),
+                _ => return Err(unknown()),
+            }
+        }
+    };
+    let mut turns = store
+        .turns_of_bot_for_owner(&id, &user.0, before, limit + 1)
+        .await?;
+    let page = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut more = turns.len() > page;
+    turns.truncate(page);
+    // a running turn is listed before its first step is stored (on the
+    // first page only)
+    if before.is_none()
+        && let Some(running) = state.fleet.running_record(&id).await?
         && !turns.iter().any(|t| t.id == running.id)
         && store
             .get_session(running.session)
@@ -309,9 +340,12 @@ pub(crate) async fn turns_of_bot(
             .is_some_and(|s| s.owner == user.0)
     {
         turns.insert(0, running);
-        turns.truncate(limit as usize);
+        if turns.len() > page {
+            more = true;
+        }
+        turns.truncate(page);
     }
-    Ok(Json(json!({ "turns": turns })))
+    Ok(Json(json!({ "turns": turns, "more": more })))
 }
 
 pub(crate) async fn retry(

@@ -261,6 +261,7 @@ mod tool_loop_batch;
 mod turn_clip_budget;
 mod turn_endings;
 mod turn_request_bounds;
+mod turns_paging;
 mod ui;
 mod ui_browser;
 mod ui_browser_approval_gone;

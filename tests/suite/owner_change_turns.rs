@@ -217,6 +217,8 @@ async fn a_pending_approval_of_the_former_owner_does_not_hold_the_new_owners_bot
             .any(|r| r["session"] == dm.as_str()),
         "the ask is in alice's review log: {v}"
     );
+    // the page says whether more rows are kept than it shows
+    assert_eq!(v["more"], false, "{v}");
 
     let host = give_p_to_bob(host).await;
     let (end, entries) = host.end_turn_as("p", BOB_TOKEN, "work now").await;

@@ -135,6 +135,7 @@ pub(crate) fn turns_of_bot(
     conn: &Connection,
     bot: &BotId,
     owner: Option<&UserId>,
+    before: Option<TurnId>,
     limit: i64,
 ) -> Result<Vec<TurnRecord>> {
     let turns: i64 = turn_status_counts(conn, bot)?.iter().map(|(_, n)| n).sum();
@@ -142,23 +143,28 @@ pub(crate) fn turns_of_bot(
     if limit <= 0 {
         return Ok(Vec::new());
     }
+    let before = before.map(|t| t.to_string());
     match owner {
-        None => query_turns(conn, BOT_TURNS, params![bot.as_str(), limit]),
+        None => query_turns(conn, BOT_TURNS, params![bot.as_str(), limit, before]),
         Some(owner) => query_turns(
             conn,
             BOT_TURNS_FOR_OWNER,
-            params![bot.as_str(), limit, owner.as_str()],
+            params![bot.as_str(), limit, owner.as_str(), before],
         ),
     }
 }
 
-/// The filter of [`turns_of_bot`] without an owner.
-const BOT_TURNS: &str = "WHERE bot_id = ?1 ORDER BY rowid DESC LIMIT ?2";
+/// The filter of [`turns_of_bot`] without an owner; `?3`: only turns
+/// older than that one (a page after it).
+const BOT_TURNS: &str = "WHERE bot_id = ?1
+       AND (?3 IS NULL OR rowid < (SELECT rowid FROM turns WHERE id = ?3))
+     ORDER BY rowid DESC LIMIT ?2";
 
 /// The filter of [`turns_of_bot`] with an owner (`?3`): turns in their
 /// sessions, but not those from before a session was given to them
 /// (`session_floors.rs`).
 const BOT_TURNS_FOR_OWNER: &str = "WHERE bot_id = ?1
+       AND (?4 IS NULL OR rowid < (SELECT rowid FROM turns WHERE id = ?4))
        AND session_id IN (SELECT id FROM sessions WHERE bot_id = ?1 AND owner = ?3)
        AND NOT EXISTS (SELECT 1 FROM session_floors f WHERE f.session_id = turns.session_id
          AND f.user_id = ?3 AND turns.started_at < f.since)

@@ -41,22 +41,24 @@ impl Store {
     /// A bot's newest turns.
     pub async fn turns_of_bot(&self, bot: &BotId, limit: i64) -> Result<Vec<TurnRecord>> {
         let bot = bot.clone();
-        self.read_many(move |c| reader::turns_of_bot(c, &bot, None, limit))
+        self.read_many(move |c| reader::turns_of_bot(c, &bot, None, None, limit))
             .await
     }
 
     /// [`Store::turns_of_bot`], only those in sessions `owner` owns
     /// (counted after that filter): what the API lists for a user, who
-    /// reads a turn only when they read its session.
+    /// reads a turn only when they read its session; with `before`, only
+    /// those older than that turn (the next page).
     pub async fn turns_of_bot_for_owner(
         &self,
         bot: &BotId,
         owner: &UserId,
+        before: Option<crate::ids::TurnId>,
         limit: i64,
     ) -> Result<Vec<TurnRecord>> {
         let bot = bot.clone();
         let owner = owner.clone();
-        self.read_many(move |c| reader::turns_of_bot(c, &bot, Some(&owner), limit))
+        self.read_many(move |c| reader::turns_of_bot(c, &bot, Some(&owner), before, limit))
             .await
     }
 
