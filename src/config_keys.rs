@@ -67,6 +67,35 @@ fn duplicate(text: &str, span: &Range<usize>) -> Option<String> {
     ))
 }
 
+/// The multi-line string (`"""` or `'''`) open after `line`, given the one
+/// open before it: each delimiter opens one, or closes the one open.
+fn after_multiline_quotes<'a>(line: &str, mut open: Option<&'a str>) -> Option<&'a str> {
+    const BASIC: &str = "\"\"\"";
+    const LITERAL: &str = "'''";
+    let mut rest = line;
+    loop {
+        match open {
+            Some(delimiter) => match rest.find(delimiter) {
+                Some(at) => {
+                    rest = &rest[at + delimiter.len()..];
+                    open = None;
+                }
+                None => return open,
+            },
+            None => {
+                let (at, delimiter) = match (rest.find(BASIC), rest.find(LITERAL)) {
+                    (Some(b), Some(l)) if l < b => (l, LITERAL),
+                    (Some(b), _) => (b, BASIC),
+                    (None, Some(l)) => (l, LITERAL),
+                    (None, None) => return None,
+                };
+                rest = &rest[at + delimiter.len()..];
+                open = Some(delimiter);
+            }
+        }
+    }
+}
+
 /// The dotted key (`host`, `bots[1]`, `bots[1].routines[0]`) of the table
 /// the last header of `before` opens, counting each array of tables'
 /// entries as the document's keys do; `None` before any header (the
@@ -76,7 +105,17 @@ fn table_at(before: &str) -> Option<String> {
     // each array of tables' full name → its entries so far
     let mut counts: std::collections::HashMap<String, usize> = Default::default();
     let mut last: Option<String> = None;
-    for line in before.lines().map(str::trim) {
+    // the delimiter of the multi-line string a line is in, if any: a line
+    // of one that starts with `[` (a Markdown link in a `role`) is text,
+    // not a header (QA: the error named `the guide.owner`)
+    let mut open: Option<&str> = None;
+    for line in before.lines() {
+        let inside = open.is_some();
+        open = after_multiline_quotes(line, open);
+        if inside {
+            continue;
+        }
+        let line = line.trim();
         let (array, name) = if let Some(rest) = line.strip_prefix("[[") {
             (true, rest.split("]]").next().unwrap_or(rest))
         } else if let Some(rest) = line.strip_prefix('[') {

@@ -667,6 +667,13 @@ fn a_table_or_key_given_twice_is_named() {
         e.contains("key `bots[1].routines[1].name`: it is set twice"),
         "{e}"
     );
+    // a line of a multi-line string that starts with `[` is no header
+    // (QA: `key 'the guide.owner'`)
+    let e = err(&format!(
+        "{ISSUE_EXAMPLE}\n[[bots]]\nid = \"b2\"\nrole = \"\"\"Reads\n[the guide](https://x)\n\"\"\"\n\
+         owner = \"alice\"\nowner = \"alice\"\n"
+    ));
+    assert!(e.contains("key `bots[1].owner`: it is set twice"), "{e}");
 }
 
 /// Users `bob` and `Bob` were both taken without a word, though a room's
