@@ -121,6 +121,11 @@ pub enum BotMsg {
     Input(Box<QueuedInput>),
     /// Re-read pending inputs from the store (after a retry or a wake-up).
     Refresh,
+    /// [`BotMsg::Refresh`] sent by the router (a wake-up: a retry requeued
+    /// inputs, the start's recovery): counted with the inputs the router
+    /// routed, so an idle report made before it is stale (`Router`'s
+    /// `Idle`), as one made before an input is.
+    Woken,
     /// The debounce window `generation` may have closed.
     DebounceDue {
         /// Window generation; older ones are stale.
@@ -376,6 +381,10 @@ impl BotActor {
         match msg {
             BotMsg::Input(input) => state.on_input(&myself, *input),
             BotMsg::Refresh => state.on_refresh(&myself).await?,
+            BotMsg::Woken => {
+                state.inputs_seen += 1;
+                state.on_refresh(&myself).await?;
+            }
             BotMsg::DebounceDue { generation } => {
                 if state
                     .window

@@ -161,8 +161,15 @@ impl Actor for RouterActor {
                 }
             }
             RouterMsg::Wake(bot) => {
-                if let Some(slot) = state.activate(&myself, &bot).await {
-                    let _ = slot.actor.cast(BotMsg::Refresh);
+                // counted as an input is: an idle report the bot made
+                // before it (still in this mailbox) must not stop the bot
+                // with the wake-up unread in its own, which left the
+                // inputs a retry requeued waiting for the next message or
+                // a restart
+                if let Some(slot) = state.activate(&myself, &bot).await
+                    && slot.actor.cast(BotMsg::Woken).is_ok()
+                {
+                    slot.routed += 1;
                 }
             }
             RouterMsg::Idle { bot, seen } => {
