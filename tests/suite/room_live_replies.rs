@@ -293,6 +293,21 @@ async fn a_reply_published_before_a_sigkill_is_in_the_room_once_after_the_restar
     // the run resumed with a's same input (a duplicate admission), not a
     // second one
     assert_eq!(inputs(&client, "a").await.len(), 2);
+    // a's turn, resumed, counts its one reply, not its room copy too
+    // (QA: the resumed turn's end said 2 deliveries for its 1)
+    let own = client
+        .entries_after(&member_session("a", "live"), 0)
+        .await
+        .unwrap();
+    let ends: Vec<&Value> = own.iter().filter(|e| e["kind"] == "turn_end").collect();
+    assert!(!ends.is_empty(), "{own:#?}");
+    for end in ends {
+        let delivered = own
+            .iter()
+            .filter(|e| e["kind"] == "delivery" && e["turn"] == end["turn"])
+            .count();
+        assert_eq!(end["deliveries"], json!(delivered), "{own:#?}");
+    }
     host.kill9().await;
     server.shutdown().await;
 }

@@ -22,7 +22,12 @@ impl Store {
 
 fn count_deliveries(conn: &Connection, turn: TurnId, after_gid: i64) -> Result<u32> {
     let mut stmt = conn.prepare_cached(
-        "SELECT count(*) FROM entries WHERE gid > ?1 AND turn_id = ?2 AND kind = 'delivery'",
+        // not a room's published copy of a member's reply (it carries
+        // the turn's id too): a resumed member turn counted each reply
+        // published before the crash twice (QA)
+        "SELECT count(*) FROM entries WHERE gid > ?1 AND turn_id = ?2 AND kind = 'delivery'
+           AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = entries.session_id
+                           AND s.kind = 'room')",
     )?;
     let n: i64 = stmt.query_row(params![after_gid, turn.to_string()], |r| r.get(0))?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
