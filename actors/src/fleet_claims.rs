@@ -27,6 +27,13 @@ use crate::group::mentions::MemberName;
 pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result<Vec<String>> {
     // a store may hold thousands of subagents: each looked up, not scanned for
     let by_id: HashMap<&BotId, &BotRecord> = bots.iter().map(|b| (&b.id, b)).collect();
+    // the key of each file bot (`bots[1]`), for the errors (QA: they
+    // named none)
+    let key_of = |id: &BotId| {
+        bots.iter()
+            .position(|b| &b.id == id)
+            .map_or_else(String::new, |i| format!("key `bots[{i}]"))
+    };
     // ids are ASCII: lowercase folds them as mentions do
     let by_folded: HashMap<String, &BotRecord> = bots
         .iter()
@@ -40,9 +47,10 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
             // (QA: `HELPER` in the file beside alice's made `helper` was
             // stored, and the two could not share a room)
             return Err(ActorError::Conflict(format!(
-                "the fleet file's bot `{id}` (owner {new}) differs only in case from {old}'s \
-                 bot `{other}` {how}: ids must differ in more than case, since mentions and \
-                 SendToAgent ignore it. Give that [[bots]] table another id",
+                "{key}.id`: the fleet file's bot `{id}` (owner {new}) differs only in case from \
+                 {old}'s bot `{other}` {how}: ids must differ in more than case, since mentions \
+                 and SendToAgent ignore it. Give that [[bots]] table another id",
+                key = key_of(&listed.id),
                 id = listed.id,
                 new = listed.owner,
                 old = made.owner,
@@ -54,9 +62,10 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
             let how = made_how(made);
             if listed.owner != made.owner {
                 return Err(ActorError::Conflict(format!(
-                    "the fleet file's bot `{id}` (owner {new}) has the id of {old}'s bot {how}: \
-                     an id is taken whoever owns the bot, and its conversations and memory are \
-                     {old}'s. Give that [[bots]] table another id",
+                    "{key}.id`: the fleet file's bot `{id}` (owner {new}) has the id of {old}'s \
+                     bot {how}: an id is taken whoever owns the bot, and its conversations and \
+                     memory are {old}'s. Give that [[bots]] table another id",
+                    key = key_of(&made.id),
                     id = made.id,
                     new = listed.owner,
                     old = made.owner,
@@ -86,11 +95,12 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
             };
             if let Some(token) = mine.clash(&theirs) {
                 return Err(ActorError::Conflict(format!(
-                    "the fleet file's bot `{id}` (name {name:?}) and {owner}'s bot `{other}` \
+                    "{key}.name`: the fleet file's bot `{id}` (name {name:?}) and {owner}'s bot `{other}` \
                      {how} (name {other_name:?}) both answer to {token:?} (a bot's id or name, \
                      ignoring case): @{token} would wake both and SendToAgent could not tell \
                      them apart. Give that [[bots]] table another `name`, or rename `{other}` \
                      (UpdateAgent)",
+                    key = key_of(&b.id),
                     id = b.id,
                     name = b.name,
                     owner = made.owner,
@@ -175,8 +185,12 @@ pub fn room_member_clashes(
                         (true, false) => &a.id,
                         _ => &b.id,
                     };
+                    let key = bots
+                        .iter()
+                        .position(|x| &x.id == which)
+                        .map_or_else(String::new, |i| format!("key `bots[{i}].name`: "));
                     return Err(ActorError::Conflict(format!(
-                        "{clash}. Give the [[bots]] table `{which}` another `name`, or keep it \
+                        "{key}{clash}. Give the [[bots]] table `{which}` another `name`, or keep it \
                          as it was and take one of them out of the room first \
                          (PUT /v1/groups/{room}/members)",
                         room = room.id,

@@ -27,6 +27,8 @@ fn another_owners_made_bot_id_is_refused_and_the_same_owners_adopted() {
         text.contains("`scribe` (owner alice)") && text.contains("bob's bot made by helper"),
         "{text}"
     );
+    // naming the key (QA: it named none)
+    assert!(text.starts_with("key `bots[0].id`: "), "{text}");
     let notes = check_fleet_file_bots(&stored, &[bot("scribe", "S", "bob", "config")]).unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
 }
@@ -124,6 +126,7 @@ fn room_members_that_would_answer_to_one_mention_are_named() {
     let text = e.to_string();
     assert!(text.contains("room `duo` (alice's)"), "{text}");
     assert!(text.contains("the [[bots]] table `a1`"), "{text}");
+    assert!(text.starts_with("key `bots[0].name`: "), "{text}");
     // both changed: the later
     let text = room_member_clashes(&rooms, &stored, &file)
         .unwrap_err()
