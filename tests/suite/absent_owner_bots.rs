@@ -46,14 +46,8 @@ async fn helper(host: &TestHost) -> botfleet::memory::BotRecord {
         .expect("helper is stored")
 }
 
-#[tokio::test]
-async fn a_made_bot_of_a_user_dropped_from_the_config_is_held_until_they_are_back() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "carol")
-        .tables(&carol())
-        .start()
-        .await;
+/// Carol asks c1 to make `helper` (CreateAgent); its listing once made.
+async fn carol_makes_helper(host: &TestHost) -> serde_json::Value {
     let (status, made) = host
         .call(
             reqwest::Method::POST,
@@ -64,14 +58,25 @@ async fn a_made_bot_of_a_user_dropped_from_the_config_is_held_until_they_are_bac
         .await;
     assert_eq!(status, 202, "{made}");
     let client = botfleet::client::Client::new(&host.url, CAROL).unwrap();
-    let bots = until_signalled(&client, async || {
+    until_signalled(&client, async || {
         let (_, v) = host.get("/v1/bots", CAROL).await;
         v["bots"]
             .as_array()
             .and_then(|bs| bs.iter().find(|b| b["id"] == "helper").cloned())
             .ok_or_else(|| format!("c1 made no helper yet: {v}"))
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_made_bot_of_a_user_dropped_from_the_config_is_held_until_they_are_back() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "carol")
+        .tables(&carol())
+        .start()
+        .await;
+    let bots = carol_makes_helper(&host).await;
     assert_eq!(bots["owner"], "carol", "{bots}");
     assert!(helper(&host).await.removed_at().is_none());
 
@@ -122,24 +127,7 @@ async fn a_held_made_bot_in_a_room_is_named_as_held_not_removed() {
         .bot_lines("shareable = true")
         .tables(&carol());
     let host = fleet.start().await;
-    let (status, made) = host
-        .call(
-            reqwest::Method::POST,
-            "/v1/bots/c1/messages",
-            CAROL,
-            Some(json!({ "text": "make a helper" })),
-        )
-        .await;
-    assert_eq!(status, 202, "{made}");
-    let client = botfleet::client::Client::new(&host.url, CAROL).unwrap();
-    until_signalled(&client, async || {
-        let (_, v) = host.get("/v1/bots", CAROL).await;
-        v["bots"]
-            .as_array()
-            .and_then(|bs| bs.iter().find(|b| b["id"] == "helper").cloned())
-            .ok_or_else(|| format!("c1 made no helper yet: {v}"))
-    })
-    .await;
+    carol_makes_helper(&host).await;
     let (status, room) = host.create_room(CAROL, "mix", &["helper", "b1"]).await;
     assert_eq!(status, 201, "{room}");
 

@@ -307,8 +307,9 @@ async fn wait_listed(host: &TestHost, id: &str, pick: impl Fn(&Value) -> bool) -
     .await
 }
 
-#[tokio::test]
-async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
+/// A host where alice's `maker` made `worker` (CreateAgent), which
+/// delegated a slow job: it and its subagent's id, the task started.
+async fn with_worker_subagent() -> (TestHost, String) {
     let host = TestFleet::new()
         .script("s", SCRIPT)
         .bot("maker", "s", MAKER_TOOLS)
@@ -319,6 +320,12 @@ async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
     let (_, end) = host.end_turn("worker", "delegate a job").await;
     assert_eq!(end["status"], "completed", "{end}");
     let sub = host.wait_subagent_of("worker").await;
+    (host, sub)
+}
+
+#[tokio::test]
+async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
+    let (host, sub) = with_worker_subagent().await;
     host.wait_running(&sub).await;
 
     // a subagent goes with its parent, not alone
@@ -381,16 +388,7 @@ async fn a_made_bots_subagents_go_with_it_and_are_not_removed_alone() {
 /// where a subagent cannot be).
 #[tokio::test]
 async fn a_subagent_removed_with_its_parent_is_named_so_in_rooms() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("maker", "s", MAKER_TOOLS)
-        .start()
-        .await;
-    let (_, end) = host.end_turn("maker", "mkworker now").await;
-    assert_eq!(end["status"], "completed", "{end}");
-    let (_, end) = host.end_turn("worker", "delegate a job").await;
-    assert_eq!(end["status"], "completed", "{end}");
-    let sub = host.wait_subagent_of("worker").await;
+    let (host, sub) = with_worker_subagent().await;
     let (status, room) = host.create_room(TOKEN, "crew", &["maker", &sub]).await;
     assert_eq!(status, 201, "{room}");
     let (status, removed) = delete(&host, "/v1/bots/worker", TOKEN).await;
@@ -502,14 +500,7 @@ async fn the_fleet_file_does_not_take_another_persons_made_bot() {
 /// it", and that retry answered 409: QA, 2026-12-05.)
 #[tokio::test]
 async fn a_subagent_removed_with_its_parent_says_so_in_its_report() {
-    let host = TestFleet::new()
-        .script("s", SCRIPT)
-        .bot("maker", "s", MAKER_TOOLS)
-        .start()
-        .await;
-    host.end_turn("maker", "mkworker now").await;
-    host.end_turn("worker", "delegate a job").await;
-    let sub = host.wait_subagent_of("worker").await;
+    let (host, sub) = with_worker_subagent().await;
     host.wait_running(&sub).await;
     let (status, removed) = delete(&host, "/v1/bots/worker", TOKEN).await;
     assert_eq!(status, 200, "{removed}");
