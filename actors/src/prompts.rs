@@ -75,6 +75,50 @@ impl Template {
         }
     }
 
+    /// Whether `text` reads as a whole rendering of this template: it
+    /// begins with its first text, ends with its last (when the template
+    /// ends in text) and holds the texts between in order. Stricter than
+    /// [`Template::rendered_in`] where a person could begin a message the
+    /// same way: `[time: 3pm] call mom` begins as the time note does
+    /// (`[time: {{when}}]`) but does not end as it does (QA: the scripted
+    /// model took that message for the runtime's note and left it out).
+    pub fn is_rendering(&self, text: &str) -> bool {
+        let texts: Vec<&str> = self
+            .segments
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Text(t) => Some(*t),
+                Segment::Var(_) => None,
+            })
+            .collect();
+        if !matches!(self.segments.first(), Some(Segment::Text(_))) {
+            return false;
+        }
+        let mut rest = text;
+        for (i, t) in texts.iter().enumerate() {
+            let t = if i + 1 == texts.len() {
+                t.trim_end_matches('\n')
+            } else {
+                t
+            };
+            if i == 0 {
+                let Some(after) = rest.strip_prefix(t) else {
+                    return false;
+                };
+                rest = after;
+            } else {
+                let Some(at) = rest.find(t) else {
+                    return false;
+                };
+                rest = &rest[at + t.len()..];
+            }
+        }
+        match self.segments.last() {
+            Some(Segment::Text(_)) => rest.is_empty(),
+            _ => true,
+        }
+    }
+
     /// Renders with `(name, value)` pairs. The result has no trailing newline.
     pub fn render(&self, vars: &[(&str, &str)]) -> Result<String, PromptError> {
         let mut out = String::new();

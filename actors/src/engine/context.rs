@@ -660,7 +660,7 @@ mod tests;
 /// share their clip budget without them (with a size check there: a
 /// person may start a message so).
 pub(crate) fn is_time_note(m: &ChatMessage) -> bool {
-    matches!(m, ChatMessage::User { content } if prompts().time_note.rendered_in(content))
+    matches!(m, ChatMessage::User { content } if prompts().time_note.is_rendering(content))
 }
 
 /// The text of a message that counts toward its tokens.

@@ -218,6 +218,20 @@ impl Script {
                          streamed piece, 1 or more"
                     )));
                 }
+                // they shape how `text` streams: without it (or with
+                // `fail`, which streams nothing) they were ignored without
+                // a word (QA)
+                if (step.repeat.is_some() || step.chunk.is_some()) && step.text.is_none() {
+                    return Err(invalid(format!(
+                        "{name}, step {k}: `repeat` and `chunk` shape how `text` streams, and \
+                         this step has no `text`{}: give it one, or leave them out",
+                        if step.fail.is_some() {
+                            " (a step with `fail` streams nothing)"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
             }
             rules.push(Rule {
                 name,
@@ -334,10 +348,12 @@ fn is_input(m: &ChatMessage) -> bool {
     match m {
         ChatMessage::User { content } => {
             let p = prompts();
-            !p.memory_update.rendered_in(content)
-                && !p.summary.rendered_in(content)
-                && !p.time_note.rendered_in(content)
-                && !p.cancelled_before.rendered_in(content)
+            // each a whole rendering: a person's message may begin as
+            // one does (`[time: 3pm] call mom`: QA)
+            !p.memory_update.is_rendering(content)
+                && !p.summary.is_rendering(content)
+                && !p.time_note.is_rendering(content)
+                && !p.cancelled_before.is_rendering(content)
         }
         ChatMessage::System { .. } | ChatMessage::Assistant { .. } | ChatMessage::Tool { .. } => {
             false
@@ -351,10 +367,15 @@ fn is_said(m: &ChatMessage) -> bool {
     match m {
         ChatMessage::User { content } => {
             let p = prompts();
+            // every reminder of the runtime (QA: `{{inputs}}` after the
+            // reminder of a turn that asked another bot, or of a call
+            // written as text, was that reminder)
             is_input(m)
-                && !p.delivery_reminder.rendered_in(content)
-                && !p.loop_reminder.rendered_in(content)
-                && !p.cut_off.rendered_in(content)
+                && !p.delivery_reminder.is_rendering(content)
+                && !p.delivery_reminder_awaiting.is_rendering(content)
+                && !p.written_call_reminder.is_rendering(content)
+                && !p.loop_reminder.is_rendering(content)
+                && !p.cut_off.is_rendering(content)
         }
         ChatMessage::System { .. } | ChatMessage::Assistant { .. } | ChatMessage::Tool { .. } => {
             false
@@ -364,22 +385,23 @@ fn is_said(m: &ChatMessage) -> bool {
 
 /// Position of the newest user-side message, the step index and the
 /// newest tool result after it.
-fn conversation_position(messages: &[ChatMessage]) -> (Option<usize>, usize, &str) {
+fn conversation_position(messages: &[ChatMessage]) -> (Option<usize>, usize, &str, bool) {
     let last_user = messages.iter().rposition(is_input);
     let after = last_user.map(|i| i + 1).unwrap_or(0);
     let step = messages[after..]
         .iter()
         .filter(|m| matches!(m, ChatMessage::Assistant { .. }))
         .count();
-    let tool_result = messages[after..]
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            ChatMessage::Tool { content, .. } => Some(content.as_str()),
-            _ => None,
-        })
-        .unwrap_or("");
-    (last_user, step, tool_result)
+    let tool_result = messages[after..].iter().rev().find_map(|m| match m {
+        ChatMessage::Tool { content, .. } => Some(content.as_str()),
+        _ => None,
+    });
+    (
+        last_user,
+        step,
+        tool_result.unwrap_or(""),
+        tool_result.is_some(),
+    )
 }
 
 /// `{{inputs}}`: what was said since the bot's last output before the
@@ -428,7 +450,7 @@ impl Model for ScriptedModel {
         sink: &mut dyn StreamSink,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let (last_user, step, tool_result) = conversation_position(&request.messages);
+        let (last_user, step, tool_result, after_tool) = conversation_position(&request.messages);
         let input = last_user
             .and_then(|i| match &request.messages[i] {
                 ChatMessage::User { content } => Some(content.as_str()),
@@ -439,9 +461,12 @@ impl Model for ScriptedModel {
             r.purpose == request.purpose
                 && r.bot.as_deref().is_none_or(|b| b == request.bot)
                 && r.match_input.as_ref().is_none_or(|re| re.is_match(input))
+                // no tool result yet (step 0): a `match_tool` rule does
+                // not answer, as documented, even one whose regex matches
+                // an empty text (`.*`: QA)
                 && r.match_tool
                     .as_ref()
-                    .is_none_or(|re| re.is_match(tool_result))
+                    .is_none_or(|re| after_tool && re.is_match(tool_result))
         });
         let Some(rule) = rule else {
             return Ok(ModelResponse::default());

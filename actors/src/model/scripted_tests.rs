@@ -229,6 +229,13 @@ async fn inputs_leave_out_a_runtime_reminder() {
         p.loop_reminder
             .render(&[("what", "the same line")])
             .unwrap(),
+        // (QA: these two were taken for what was said)
+        p.delivery_reminder_awaiting
+            .render(&[("asked", "b")])
+            .unwrap(),
+        p.written_call_reminder
+            .render(&[("tool", "SendMessage")])
+            .unwrap(),
     ];
     for reminder in reminders {
         let mut history = vec![user("earlier")];
@@ -243,4 +250,65 @@ async fn inputs_leave_out_a_runtime_reminder() {
         let r = ask(&model, history).await;
         assert_eq!(said(&r), "You said: random words", "{reminder}");
     }
+}
+
+/// A person's message that begins as the runtime's time note does is
+/// what they said: `{{inputs}}` echoes it, and the note before it is left
+/// out. (QA: `[time: 3pm] call mom` was taken for the note, and the
+/// offline model answered `You said: ` with nothing.)
+#[tokio::test]
+async fn a_message_that_begins_like_the_time_note_is_an_input() {
+    let model = ScriptedModel::new(Script::parse(INPUTS, "t").unwrap());
+    let note = prompts()
+        .time_note
+        .render(&[("when", "Monday 2026-12-07 09:00 UTC")])
+        .unwrap();
+    let r = ask(&model, vec![user(&note), user("[time: 3pm] call mom")]).await;
+    assert_eq!(said(&r), "You said: [time: 3pm] call mom");
+}
+
+/// A `match_tool` rule never answers step 0, even when its regex matches
+/// the empty text there is no tool result yet (QA: `.*` answered a new
+/// input with its step 0, and the greeting below never ran).
+#[tokio::test]
+async fn a_match_tool_rule_never_answers_step_zero() {
+    let script = r#"
+[[rule]]
+match_tool = ".*"
+steps = [ { text = "never" }, { tool = "SendMessage", args = { text = "after {{tool_result}}" } } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "hello" } } ]
+"#;
+    let model = ScriptedModel::new(Script::parse(script, "t").unwrap());
+    let r = ask(&model, vec![user("hi")]).await;
+    assert_eq!(said(&r), "hello");
+    let mut history = vec![user("hi")];
+    history.extend(assistant_sent("c1"));
+    let r = ask(&model, history).await;
+    assert_eq!(said(&r), "after sent");
+}
+
+/// `repeat` and `chunk` without `text` (with `fail` too) are refused:
+/// they were ignored without a word (QA).
+#[test]
+fn repeat_or_chunk_without_text_is_refused() {
+    for step in [
+        r#"{ fail = "x", repeat = 2 }"#,
+        r#"{ fail = "x", chunk = 3 }"#,
+        r#"{ tool = "SendMessage", args = { text = "hi" }, repeat = 2 }"#,
+    ] {
+        let script = format!("[[rule]]\nsteps = [ {step} ]\n");
+        let e = Script::parse(&script, "t").unwrap_err().to_string();
+        assert!(
+            e.contains("`repeat` and `chunk` shape how `text` streams"),
+            "{step}: {e}"
+        );
+    }
+    // a slow failure is fine
+    Script::parse(
+        "[[rule]]\nsteps = [ { fail = \"x\", delay_ms = 5 } ]\n",
+        "t",
+    )
+    .unwrap();
 }
