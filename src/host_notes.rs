@@ -125,6 +125,20 @@ pub(super) fn holds_files(dir: &Path) -> bool {
     false
 }
 
+/// `path` as one shell word: as it is when it holds only characters no
+/// shell reads specially, else in single quotes.
+fn shell_quoted(path: &Path) -> String {
+    let text = path.display().to_string();
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 /// A warning when the workspace the bots' files were last seen in, `old`,
 /// still holds them while the configured one, `new`, is empty or missing
 /// (`host.workspace` changed, the files not moved). The same directory
@@ -133,14 +147,21 @@ pub(super) fn moved_workspace_warning(old: &Path, new: &Path) -> Option<String> 
     if holds_files(new) || !holds_files(old) {
         return None;
     }
+    // absolute, so the command works from any directory; and a copy
+    // into the new directory, made or not, with what a first message made
+    // there already (`mv old/* new/` renamed a user's directory to `new`
+    // when it was missing, failed on one made since, and skipped the
+    // dotfiles: QA)
     let new = std::path::absolute(new).unwrap_or_else(|_| new.to_path_buf());
+    let old = std::path::absolute(old).unwrap_or_else(|_| old.to_path_buf());
     Some(format!(
         "WARNING: the workspace {} is empty, but {}, where the bots' files were before, \
-         still holds them: no bot sees them now. Stop the host and move them \
-         (`mv {}/* {}/`), or set `host.workspace` back (docs/operations.md, Upgrading)",
+         still holds them: no bot sees them now. Stop the host and copy them over \
+         (`mkdir -p {new} && cp -a {old}/. {new}/`, then delete {old} once the bots find \
+         their files), or set `host.workspace` back (docs/operations.md, Upgrading)",
         new.display(),
         old.display(),
-        old.display(),
-        new.display()
+        new = shell_quoted(&new),
+        old = shell_quoted(&old),
     ))
 }

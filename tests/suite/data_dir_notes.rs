@@ -72,7 +72,7 @@ async fn a_new_data_dir_is_told_once_and_a_moved_workspace_names_both_paths() {
     assert!(
         warning.contains(&moved.display().to_string())
             && warning.contains(&old.display().to_string())
-            && warning.contains("move them"),
+            && warning.contains("copy them over"),
         "{warning}"
     );
     // told at every start until the files follow, and not after; the
@@ -84,8 +84,24 @@ async fn a_new_data_dir_is_told_once_and_a_moved_workspace_names_both_paths() {
     assert!(fourth.contains("WARNING: the workspace "), "{fourth}");
     let again = banner_of(&path, &dir.join("fourth-again.log")).await;
     assert!(again.contains("WARNING: the workspace "), "{again}");
-    std::fs::remove_dir_all(moved.join("alice")).unwrap();
-    std::fs::rename(old.join("alice"), moved.join("alice")).unwrap();
+    // the command the warning gives works as given, with that `alice/`
+    // there already (QA: `mv old/* new/` failed on it, "Directory not
+    // empty", and with none renamed alice/ to the new workspace itself)
+    let command = again
+        .split("(`")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no command in:\n{again}"));
+    let ran = std::process::Command::new("sh")
+        .args(["-c", command])
+        .status()
+        .unwrap();
+    assert!(ran.success(), "{command}");
+    assert_eq!(
+        std::fs::read_to_string(moved.join("alice/notes.txt")).unwrap(),
+        "keep me"
+    );
+    std::fs::remove_dir_all(&old).unwrap();
     let fifth = banner_of(&path, &dir.join("fifth.log")).await;
     assert!(!fifth.contains("WARNING: the workspace "), "{fifth}");
 }
