@@ -83,40 +83,34 @@ impl Template {
     /// (`[time: {{when}}]`) but does not end as it does (QA: the scripted
     /// model took that message for the runtime's note and left it out).
     pub fn is_rendering(&self, text: &str) -> bool {
-        let texts: Vec<&str> = self
-            .segments
-            .iter()
-            .filter_map(|s| match s {
-                Segment::Text(t) => Some(*t),
-                Segment::Var(_) => None,
-            })
-            .collect();
-        if !matches!(self.segments.first(), Some(Segment::Text(_))) {
+        let segments = self.segments.as_slice();
+        let Some(Segment::Text(first)) = segments.first() else {
             return false;
+        };
+        if segments.len() == 1 {
+            return text == first.trim_end_matches('\n');
         }
-        let mut rest = text;
-        for (i, t) in texts.iter().enumerate() {
-            let t = if i + 1 == texts.len() {
-                t.trim_end_matches('\n')
-            } else {
-                t
-            };
-            if i == 0 {
-                let Some(after) = rest.strip_prefix(t) else {
-                    return false;
-                };
-                rest = after;
-            } else {
-                let Some(at) = rest.find(t) else {
+        let Some(mut rest) = text.strip_prefix(*first) else {
+            return false;
+        };
+        // the texts between in order, then the last text (the file's
+        // final newline aside: a rendering has none) at the end
+        let (between, tail) = match segments.last() {
+            Some(Segment::Text(last)) => (
+                &segments[1..segments.len() - 1],
+                last.trim_end_matches('\n'),
+            ),
+            _ => (&segments[1..], ""),
+        };
+        for segment in between {
+            if let Segment::Text(t) = segment {
+                let Some(at) = rest.find(*t) else {
                     return false;
                 };
                 rest = &rest[at + t.len()..];
             }
         }
-        match self.segments.last() {
-            Some(Segment::Text(_)) => rest.is_empty(),
-            _ => true,
-        }
+        rest.ends_with(tail)
     }
 
     /// Renders with `(name, value)` pairs. The result has no trailing newline.
@@ -539,6 +533,35 @@ impl Template {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A whole rendering is one; a text that only begins as one (a
+    /// person's `[time: 3pm] call mom`) is not. Templates that end in a
+    /// variable (a memory update's changes) or in text, or have none.
+    #[test]
+    fn a_rendering_is_told_from_a_text_that_begins_like_one() {
+        let p = prompts();
+        let note = p.time_note.render(&[("when", "Mon 09:00")]).unwrap();
+        assert!(p.time_note.is_rendering(&note));
+        assert!(!p.time_note.is_rendering("[time: 3pm] call mom"));
+        let update = p.memory_update.render(&[("changes", "- a\n- b")]).unwrap();
+        assert!(p.memory_update.is_rendering(&update));
+        let reminder = p.delivery_reminder.render(&[]).unwrap();
+        assert!(p.delivery_reminder.is_rendering(&reminder));
+        assert!(
+            !p.delivery_reminder
+                .is_rendering(&format!("{reminder} and more"))
+        );
+        let summary = p
+            .summary
+            .render(&[
+                ("text", "they said hi"),
+                ("covers_to_seq", "4"),
+                ("epoch", "1"),
+            ])
+            .unwrap();
+        assert!(p.summary.is_rendering(&summary));
+        assert!(!p.summary.is_rendering("Summary of the earlier part, by me"));
+    }
 
     #[test]
     fn every_template_renders_with_its_placeholders() {
