@@ -395,6 +395,6 @@ mod tests {
     #[test]
     fn the_hints_give_the_ranges() {
         assert!(PAGE_HINT.ends_with(&format!("(1 to {MAX_PAGE})")));
-        assert!(TURNS_HINT.ends_with(&format!("(1 to {MAX_TURNS})")));
+        assert!(TURNS_HINT.contains(&format!("(1 to {MAX_TURNS})")));
     }
 }
