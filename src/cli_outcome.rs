@@ -16,6 +16,9 @@ pub(super) struct Ended<'a> {
     pub(super) status: &'a str,
     /// The turn's notice to people, if it wrote one.
     pub(super) notice: Option<&'a Value>,
+    /// A later turn that had the message in its context and completed:
+    /// the host refuses a retry then, which would answer it again.
+    pub(super) answered_later: Option<&'a str>,
 }
 
 impl Ended<'_> {
@@ -27,6 +30,9 @@ impl Ended<'_> {
     /// The turn to retry, if a retry could help: the one the notice names,
     /// or without a notice the turn itself ([`Ended::explain`] suggests it).
     fn retry_turn(&self) -> Option<&str> {
+        if self.answered_later.is_some() {
+            return None;
+        }
         match self.notice {
             Some(n) => n["retry_turn"].as_str(),
             None => Some(self.turn),
@@ -43,6 +49,16 @@ impl Ended<'_> {
 
     fn explain(&self) -> String {
         let turn = self.turn;
+        // (QA: the advice to retry was given again, and the host refused
+        // that retry as answered)
+        if let Some(later) = self.answered_later {
+            return format!(
+                "the turn ended {} (turn {turn}); a later turn, {later}, had this message in its \
+                 context and completed, so it is not retried: its replies are in the \
+                 conversation (`botfleet transcript`)",
+                self.status
+            );
+        }
         let retry = format!("retry with `botfleet retry {turn}`");
         match self.notice {
             Some(n) => {
@@ -187,6 +203,7 @@ mod tests {
             turn: "t1",
             status: "cancelled",
             notice: Some(&stopped),
+            answered_later: None,
         };
         let text = ended.explain();
         assert!(text.starts_with("this subagent was stopped"), "{text}");
@@ -205,6 +222,21 @@ mod tests {
             ..ended
         };
         assert!(ended.explain().contains("without replying"));
+
+        // a later turn had the message in its context and completed: no
+        // retry is offered, which the host would refuse (QA)
+        let ended = Ended {
+            notice: Some(&failed),
+            status: "failed",
+            answered_later: Some("t2"),
+            ..ended
+        };
+        let text = ended.explain();
+        assert!(
+            text.contains("a later turn, t2,") && !text.contains("botfleet retry"),
+            "{text}"
+        );
+        assert_eq!(ended.retry_turn(), None);
     }
 
     /// Regression: the notice of a turn that ended without a reply ends
@@ -219,6 +251,7 @@ mod tests {
             turn: "t1",
             status: "undelivered",
             notice: Some(&notice),
+            answered_later: None,
         };
         assert_eq!(
             ended.explain(),
@@ -253,6 +286,7 @@ mod tests {
                 turn: "t1",
                 status: "failed",
                 notice: Some(&notice),
+                answered_later: None,
             };
             let said = ended.explain();
             assert_eq!(said.matches("botfleet retry t1").count(), 1, "{said}");

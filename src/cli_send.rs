@@ -226,6 +226,9 @@ pub(super) async fn send(
         };
         // the newest turn of this read that ended over the message
         let mut answered: Option<Answered> = None;
+        // a completed turn after it with later inputs: it had the message
+        // in its context (a failed turn's message, answered so)
+        let mut answered_later: Option<String> = None;
         for e in polled {
             cursor = cursor.max(e["seq"].as_i64().unwrap_or(cursor));
             let turn = e["turn"].as_str().unwrap_or("").to_owned();
@@ -260,8 +263,15 @@ pub(super) async fn send(
                     let ended = e["status"].as_str().unwrap_or("").to_owned();
                     let sent = deliveries.remove(&turn).unwrap_or_default();
                     if !inputs.contains(&seq) {
+                        if answered.is_some()
+                            && ended == "completed"
+                            && inputs.iter().any(|s| *s > seq)
+                        {
+                            answered_later = Some(turn);
+                        }
                         continue;
                     }
+                    answered_later = None;
                     if ended == "interrupted" {
                         earlier.extend(sent);
                         continue;
@@ -301,6 +311,9 @@ pub(super) async fn send(
                 turn: &answered.turn,
                 status: &answered.status,
                 notice: notices.get(&answered.turn),
+                answered_later: answered_later
+                    .as_deref()
+                    .filter(|_| answered.status != "completed"),
             };
             return Ok(outcome::report(
                 &ended,

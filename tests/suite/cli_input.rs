@@ -817,3 +817,45 @@ async fn a_text_starting_with_a_dash_is_sent() {
     );
     host.shutdown().await;
 }
+
+/// A message whose turn failed, whose conversation a later turn then
+/// answered (it had the message in its context), sent again with its
+/// key: the failure is reported with that later turn, and no retry is
+/// offered, which the host would refuse. (QA: `send` said "retry it with
+/// `botfleet retry T`" again, and that retry answered 409.)
+#[tokio::test]
+async fn a_failed_message_answered_by_a_later_turn_offers_no_retry() {
+    let host = TestFleet::new()
+        .script(
+            "s",
+            r#"
+[[rule]]
+match = "^boom"
+steps = [ { fail = "the model broke" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "ok: {{inputs}}" } } ]
+"#,
+        )
+        .bot("r", "s", &["SendMessage"])
+        .runtime("debounce_ms = 0\nextract_memory = false")
+        .start()
+        .await;
+    let send = ["send", "r", "boom", "--nonce", "k-boom", "--json"];
+    let (code, out, err) = cli(&send, &host.url, TOKEN).await;
+    assert_eq!(code, 3, "{out}{err}");
+    let first: Value = serde_json::from_str(&out).unwrap();
+    assert!(first["retry_command"].is_string(), "{first}");
+    let (code, out, err) = cli(&["send", "r", "another"], &host.url, TOKEN).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = cli(&send, &host.url, TOKEN).await;
+    assert_eq!(code, 3, "{out}{err}");
+    let again: Value = serde_json::from_str(&out).unwrap();
+    let notice = again["notice"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("a later turn") && !notice.contains("botfleet retry"),
+        "{again}"
+    );
+    assert!(again.get("retry_command").is_none(), "{again}");
+    host.shutdown().await;
+}
