@@ -366,14 +366,6 @@ pub(super) fn secret_value_problem(value: &str) -> Option<String> {
         ))
     } else if value.trim().is_empty() {
         Some("is only whitespace: give the secret's value itself, as the API asks".into())
-    } else if value.trim() != value {
-        // a command prints it without them (`$(printenv X)`), past the
-        // scrub of the value as stored (QA)
-        Some(
-            "starts or ends with whitespace (a pasted newline or space?): give the value \
-             without it, as the API asks"
-                .into(),
-        )
     } else if value.contains('\0') {
         Some(
             "must not contain a NUL byte: a secret becomes an environment variable of the \

@@ -192,7 +192,7 @@ impl Vault {
             .values()
             .chain(&self.host)
             .map(Secret::expose)
-            .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS)
+            .filter(|v| v.trim().chars().count() >= HOST_SECRET_MIN_CHARS)
     }
 
     /// The secret names a bot may use (from its settings).
@@ -228,7 +228,7 @@ impl Vault {
                 supplied
                     .iter()
                     .map(|(_, v, _)| v.expose())
-                    .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS),
+                    .filter(|v| v.trim().chars().count() >= HOST_SECRET_MIN_CHARS),
             );
             self.people_read.lock().insert(bot.owner.clone());
             supplied
@@ -270,7 +270,7 @@ impl Vault {
                 .iter()
                 .filter_map(|name| self.config.get(name))
                 .map(Secret::expose)
-                .filter(|v| v.chars().count() >= HOST_SECRET_MIN_CHARS);
+                .filter(|v| v.trim().chars().count() >= HOST_SECRET_MIN_CHARS);
             Redactor::new(given.chain(siblings))
                 .also_scrubbing_of(&self.people, bot.owner.as_str())
                 .also_hiding_from_model_errors(self.host_values())

@@ -85,16 +85,6 @@ pub(crate) async fn put(
             "the value is only whitespace: send the secret's value itself".into(),
         ));
     }
-    // a command prints it without them (`$(printenv X)` drops a trailing
-    // newline), and the scrub, looking for the value as stored, missed it:
-    // the token reached the transcript, search and the mirror (QA)
-    if parsed.value.trim() != parsed.value {
-        return Err(ApiError::BadRequest(
-            "the value starts or ends with whitespace (a pasted newline or space?): send it \
-             without"
-                .into(),
-        ));
-    }
     if parsed.value.len() > MAX_SECRET_BYTES {
         // in bytes of UTF-8, as the environment variable holds it: a
         // character past ASCII is 2-4 of them (QA: "must be 1-16384 bytes"

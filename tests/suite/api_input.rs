@@ -193,28 +193,6 @@ async fn a_secret_value_of_only_whitespace_is_refused() {
         "{}",
         a.message()
     );
-    // nor is one with whitespace at an end: a command prints it without
-    // (`$(printenv X)`), past the scrub of the value as stored (QA: the
-    // token reached the transcript, search and the mirror)
-    for value in [
-        "ghp_pasted12345\n",
-        " ghp_pasted12345",
-        "ghp_pasted12345\r\n",
-    ] {
-        let a = as_alice(
-            &host,
-            Method::PUT,
-            "/v1/secrets/MYSECRET",
-            Some(json!({ "value": value }).to_string()),
-        )
-        .await;
-        assert_eq!((a.status, a.code()), (400, "bad_request"), "{}", a.body);
-        assert!(
-            a.message().contains("starts or ends with whitespace"),
-            "{}",
-            a.message()
-        );
-    }
     let (_, secrets) = host.get("/v1/secrets", TOKEN).await;
     assert_eq!(secrets["secrets"], json!([]), "nothing was stored");
     host.shutdown().await;

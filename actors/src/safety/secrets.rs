@@ -457,9 +457,10 @@ impl ScrubStream<'_> {
 /// `+`, printed with Python's `quote` reached the model and the
 /// transcript.)
 pub(crate) fn forms(raw: &str) -> impl Iterator<Item = String> {
-    // a value stored with whitespace at an end (before the API and the
-    // fleet file refused one) is scrubbed without it too: a command prints
-    // it so (`$(printenv X)` drops a trailing newline)
+    // a value with whitespace at an end (a PEM key's final newline, a
+    // pasted one) is scrubbed without it too: a command prints it so
+    // (`$(printenv X)` drops a trailing newline), and the value as stored
+    // was missed (QA: the token reached the transcript)
     let trimmed = raw.trim();
     let mut out: Vec<String> = if trimmed.is_empty() || trimmed == raw {
         forms_of(raw)
