@@ -241,6 +241,7 @@ impl FleetHandle {
                 | MutationResult::Attempts(_)
                 | MutationResult::StartCounts(_)
                 | MutationResult::Limited { .. }
+                | MutationResult::SecretLimit { .. }
                 | MutationResult::Memory(_)
                 | MutationResult::ApprovalRequested(_)
                 | MutationResult::ApprovalChanged(_),

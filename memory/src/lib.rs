@@ -147,6 +147,7 @@ pub use store::BotListing;
 pub use store::ChainsCursor;
 pub use store::Limit;
 pub use store::Limited;
+pub use store::MAX_SECRETS_PER_USER;
 pub use store::Mutation;
 pub use store::MutationResult;
 pub use store::OwedExtraction;

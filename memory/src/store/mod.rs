@@ -48,6 +48,7 @@ pub use chains::SilentChains;
 pub use extractions::OwedExtraction;
 pub use mutation::Limit;
 pub use mutation::Limited;
+pub use mutation::MAX_SECRETS_PER_USER;
 pub use mutation::Mutation;
 pub use mutation::MutationResult;
 pub use mutation::WriteLimit;

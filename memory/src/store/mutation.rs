@@ -12,6 +12,12 @@ use crate::record::NewEntry;
 use crate::record::SessionRecord;
 use crate::record::TurnStatus;
 
+/// Most secrets one user stores (`PUT /v1/secrets`): each turn of a bot
+/// that uses one reads them all, and every command's output is searched
+/// for each. Checked by the writer as it writes ([`Mutation::SetSecret`]),
+/// so concurrent writes of new names cannot pass it.
+pub const MAX_SECRETS_PER_USER: usize = 256;
+
 /// One change to the store. A `Vec<Mutation>` submitted together commits
 /// together or not at all.
 #[derive(Debug, Clone)]
@@ -504,6 +510,12 @@ pub enum MutationResult {
         refused: Option<usize>,
         /// The results of the branch applied.
         results: Vec<MutationResult>,
+    },
+    /// A new secret was refused: its owner has [`MAX_SECRETS_PER_USER`]
+    /// already (nothing was written; a stored name takes a new value).
+    SecretLimit {
+        /// How many the owner stores.
+        stored: usize,
     },
     /// What a memory write did.
     Memory(Box<crate::layers::MemoryOpResult>),

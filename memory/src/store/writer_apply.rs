@@ -252,6 +252,24 @@ impl Writer {
                 Ok(MutationResult::Done)
             }
             Mutation::SetSecret { owner, name, value } => {
+                // a new name past the limit is refused, in the writer:
+                // checked before, concurrent writes of new names passed it
+                let stored: i64 = self
+                    .conn
+                    .prepare_cached("SELECT count(*) FROM user_secrets WHERE owner = ?1")?
+                    .query_row(params![owner.as_str()], |r| r.get(0))?;
+                let stored = usize::try_from(stored).unwrap_or(usize::MAX);
+                if stored >= crate::store::MAX_SECRETS_PER_USER {
+                    let known = self
+                        .conn
+                        .prepare_cached(
+                            "SELECT 1 FROM user_secrets WHERE owner = ?1 AND name = ?2",
+                        )?
+                        .exists(params![owner.as_str(), name])?;
+                    if !known {
+                        return Ok(MutationResult::SecretLimit { stored });
+                    }
+                }
                 self.conn
                     .prepare_cached(
                         "INSERT INTO user_secrets (owner, name, value, updated_at) VALUES (?1, ?2, ?3, ?4)
