@@ -27,13 +27,7 @@ use crate::group::mentions::MemberName;
 pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result<Vec<String>> {
     // a store may hold thousands of subagents: each looked up, not scanned for
     let by_id: HashMap<&BotId, &BotRecord> = bots.iter().map(|b| (&b.id, b)).collect();
-    // the key of each file bot (`bots[1]`), for the errors (QA: they
-    // named none)
-    let key_of = |id: &BotId| {
-        bots.iter()
-            .position(|b| &b.id == id)
-            .map_or_else(String::new, |i| format!("key `bots[{i}]"))
-    };
+
     // ids are ASCII: lowercase folds them as mentions do
     let by_folded: HashMap<String, &BotRecord> = bots
         .iter()
@@ -50,7 +44,7 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
                 "{key}.id`: the fleet file's bot `{id}` (owner {new}) differs only in case from \
                  {old}'s bot `{other}` {how}: ids must differ in more than case, since mentions \
                  and SendToAgent ignore it. Give that [[bots]] table another id",
-                key = key_of(&listed.id),
+                key = key_of(bots, &listed.id),
                 id = listed.id,
                 new = listed.owner,
                 old = made.owner,
@@ -65,7 +59,7 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
                     "{key}.id`: the fleet file's bot `{id}` (owner {new}) has the id of {old}'s \
                      bot {how}: an id is taken whoever owns the bot, and its conversations and \
                      memory are {old}'s. Give that [[bots]] table another id",
-                    key = key_of(&made.id),
+                    key = key_of(bots, &made.id),
                     id = made.id,
                     new = listed.owner,
                     old = made.owner,
@@ -100,7 +94,7 @@ pub fn check_fleet_file_bots(stored: &[BotRecord], bots: &[BotRecord]) -> Result
                      ignoring case): @{token} would wake both and SendToAgent could not tell \
                      them apart. Give that [[bots]] table another `name`, or rename `{other}` \
                      (UpdateAgent)",
-                    key = key_of(&b.id),
+                    key = key_of(bots, &b.id),
                     id = b.id,
                     name = b.name,
                     owner = made.owner,
@@ -172,39 +166,49 @@ pub fn room_member_clashes(
                     b_owner = b.owner,
                     b_n = b.name,
                 );
-                if *a_file || *b_file {
-                    // the file bot this start changes (another owner or
-                    // name than stored, or new), else the later
-                    let changed = |x: &BotRecord| {
-                        before
+                // a file bot this start changes (another owner or name than
+                // stored, or new) made the clash: the file is refused. One
+                // the store had already (an earlier version's start made
+                // it) is warned of: a refusal would keep the host, the only
+                // way to change the room, from starting (review)
+                let changed = |x: &BotRecord, in_file: bool| {
+                    in_file
+                        && before
                             .get(&x.id)
                             .is_none_or(|s| s.owner != x.owner || s.name.trim() != x.name.trim())
-                    };
-                    let which = match (a_file, b_file) {
-                        (true, true) if changed(a) && !changed(b) => &a.id,
-                        (true, false) => &a.id,
-                        _ => &b.id,
-                    };
-                    let key = bots
-                        .iter()
-                        .position(|x| &x.id == which)
-                        .map_or_else(String::new, |i| format!("key `bots[{i}].name`: "));
+                };
+                let which = match (changed(a, *a_file), changed(b, *b_file)) {
+                    (true, false) => Some(&a.id),
+                    (_, true) => Some(&b.id),
+                    (false, false) => None,
+                };
+                if let Some(which) = which {
                     return Err(ActorError::Conflict(format!(
-                        "{key}{clash}. Give the [[bots]] table `{which}` another `name`, or keep it \
-                         as it was and take one of them out of the room first \
+                        "{key}.name`: {clash}. Give the [[bots]] table `{which}` another `name`, \
+                         or keep it as it was and take one of them out of the room first \
                          (PUT /v1/groups/{room}/members)",
+                        key = key_of(bots, which),
                         room = room.id,
                     )));
                 }
                 notes.push(format!(
-                    "{clash}. Rename one of them (UpdateAgent) or take one out of the room \
-                     (PUT /v1/groups/{room}/members)",
+                    "{clash}. Rename one of them (its `name` in the fleet file, or UpdateAgent) or \
+                     take one out of the room (PUT /v1/groups/{room}/members)",
                     room = room.id,
                 ));
             }
         }
     }
     Ok(notes)
+}
+
+/// The key of the fleet file's bot `id` as errors name it, without its
+/// closing backquote (`` key `bots[1] ``, to go on with `.id` or `.name`):
+/// its place in `bots`, the file's order (QA: the errors named none).
+fn key_of(bots: &[BotRecord], id: &BotId) -> String {
+    bots.iter()
+        .position(|b| &b.id == id)
+        .map_or_else(|| "key `bots".to_owned(), |i| format!("key `bots[{i}]"))
 }
 
 /// How a bot was made, for a message: "made by helper with CreateAgent".

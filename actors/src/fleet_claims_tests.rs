@@ -141,6 +141,15 @@ fn room_members_that_would_answer_to_one_mention_are_named() {
     let notes = room_member_clashes(&made, &stored, &ok).unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("UpdateAgent"), "{notes:?}");
+    // a clash the store had already (an earlier start made it), the file
+    // unchanged: warned of, not refused (the host must start to fix it)
+    let clashed = [
+        bot("a1", "Bea", "alice", "config"),
+        bot("a3", "Bea", "bob", "config"),
+    ];
+    let notes = room_member_clashes(&rooms, &clashed, &clashed).unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("its `name` in the fleet file"), "{notes:?}");
     // closed, or the clashing file bot dropped: nothing
     let mut closed = rooms.clone();
     closed[0].closed_at = Some(1);
