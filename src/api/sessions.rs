@@ -304,7 +304,10 @@ pub(crate) async fn turns_of_bot(
             _ => return Err(refused),
         },
     };
-    let before = match q.before.as_deref() {
+    let running = state.fleet.running_record(&id).await?;
+    // `Some(None)`: after the running turn a first page listed before its
+    // record was stored, i.e. from the newest stored turn on
+    let before: Option<Option<botfleet_memory::TurnId>> = match q.before.as_deref() {
         None => None,
         Some(raw) => {
             // one of this bot's turns the user reads, as the page before
@@ -318,13 +321,22 @@ pub(crate) async fn turns_of_bot(
             };
             let turn: botfleet_memory::TurnId = raw.trim().parse().map_err(|_| unknown())?;
             match store.get_turn(turn).await? {
-                Some(t) if t.bot == id => Some(t.id),
+                Some(t)
+                    if t.bot == id
+                        && store
+                            .get_session(t.session)
+                            .await?
+                            .is_some_and(|s| s.owner == user.0) =>
+                {
+                    Some(Some(t.id))
+                }
+                None if running.as_ref().is_some_and(|r| r.id == turn) => Some(None),
                 _ => return Err(unknown()),
             }
         }
     };
     let mut turns = store
-        .turns_of_bot_for_owner(&id, &user.0, before, limit + 1)
+        .turns_of_bot_for_owner(&id, &user.0, before.flatten(), limit + 1)
         .await?;
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut more = turns.len() > page;
@@ -332,7 +344,7 @@ pub(crate) async fn turns_of_bot(
     // a running turn is listed before its first step is stored (on the
     // first page only)
     if before.is_none()
-        && let Some(running) = state.fleet.running_record(&id).await?
+        && let Some(running) = running
         && !turns.iter().any(|t| t.id == running.id)
         && store
             .get_session(running.session)

@@ -2,6 +2,7 @@
 //! their tool calls.
 
 use rusqlite::Connection;
+use rusqlite::OptionalExtension;
 use rusqlite::params;
 
 use super::corrupt;
@@ -143,28 +144,38 @@ pub(crate) fn turns_of_bot(
     if limit <= 0 {
         return Ok(Vec::new());
     }
-    let before = before.map(|t| t.to_string());
+    // the cursor's rowid, read once: a bound the scan starts from (a
+    // subquery in the filter made every page scan from the newest turn)
+    let below = match before {
+        None => i64::MAX,
+        Some(turn) => match conn
+            .prepare_cached("SELECT rowid FROM turns WHERE id = ?1")?
+            .query_row(params![turn.to_string()], |r| r.get::<_, i64>(0))
+            .optional()?
+        {
+            Some(rowid) => rowid,
+            None => return Ok(Vec::new()),
+        },
+    };
     match owner {
-        None => query_turns(conn, BOT_TURNS, params![bot.as_str(), limit, before]),
+        None => query_turns(conn, BOT_TURNS, params![bot.as_str(), limit, below]),
         Some(owner) => query_turns(
             conn,
             BOT_TURNS_FOR_OWNER,
-            params![bot.as_str(), limit, owner.as_str(), before],
+            params![bot.as_str(), limit, owner.as_str(), below],
         ),
     }
 }
 
 /// The filter of [`turns_of_bot`] without an owner; `?3`: only turns
-/// older than that one (a page after it).
-const BOT_TURNS: &str = "WHERE bot_id = ?1
-       AND (?3 IS NULL OR rowid < (SELECT rowid FROM turns WHERE id = ?3))
-     ORDER BY rowid DESC LIMIT ?2";
+/// stored before that rowid (the page after a cursor).
+const BOT_TURNS: &str = "WHERE bot_id = ?1 AND rowid < ?3 ORDER BY rowid DESC LIMIT ?2";
 
 /// The filter of [`turns_of_bot`] with an owner (`?3`): turns in their
 /// sessions, but not those from before a session was given to them
 /// (`session_floors.rs`).
 const BOT_TURNS_FOR_OWNER: &str = "WHERE bot_id = ?1
-       AND (?4 IS NULL OR rowid < (SELECT rowid FROM turns WHERE id = ?4))
+       AND rowid < ?4
        AND session_id IN (SELECT id FROM sessions WHERE bot_id = ?1 AND owner = ?3)
        AND NOT EXISTS (SELECT 1 FROM session_floors f WHERE f.session_id = turns.session_id
          AND f.user_id = ?3 AND turns.started_at < f.since)
