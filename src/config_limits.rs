@@ -394,8 +394,10 @@ impl LoadedFleet {
 }
 
 /// The entries of a data directory the host writes itself: a user's
-/// workspace there would be the host's own files.
-const HOST_ENTRIES: [&str; 3] = ["index", "transcripts", "shell"];
+/// workspace there would be the host's own files (the search index, the
+/// transcript mirror, the Shell registry; and the store's files, named
+/// from `fleet.db`).
+const HOST_ENTRIES: [&str; 3] = ["index", botfleet_memory::MIRROR_DIR, "shell"];
 
 impl LoadedFleet {
     /// Why `workspace` (`host.workspace`) may not be used with
@@ -438,7 +440,9 @@ impl LoadedFleet {
                 .file
                 .users
                 .iter()
-                .find(|u| u.id.eq_ignore_ascii_case(&first))
+                // as the file system names it: a user `data` is not
+                // `/srv/Data`'s (review)
+                .find(|u| u.id == first)
             {
                 return Some(format!(
                     "{} holds the data directory (host.data_dir) as the workspace of user {:?} \
