@@ -276,7 +276,12 @@ pub(super) async fn check_members(
                     Some(super::absent::Absent::RemovedByOwner) => format!(
                         "member {id} was removed by its owner and takes no turns; add another bot"
                     ),
-                    _ => format!(
+                    // removed (it is: `removed_at` is set), so neither
+                    // stopped nor taking turns: what the config dropped
+                    Some(
+                        super::absent::Absent::Removed | super::absent::Absent::Stopped { .. },
+                    )
+                    | None => format!(
                         "member {id} is no longer in the fleet's config and takes no turns; list \
                          it in fleet.toml again, or add another bot"
                     ),
