@@ -20,6 +20,7 @@ use crate::model::ModelRequest;
 use crate::model::ModelResponse;
 use crate::model::Purpose;
 use crate::model::StreamSink;
+use crate::router::RouterMsg;
 use crate::tools::ToolRegistry;
 use crate::tools::test_support::bot_record;
 use crate::tools::test_support::done;
@@ -198,5 +199,46 @@ async fn a_held_up_bot_holds_up_neither_the_status_nor_another_bots_routing() {
     assert!(a_still.turn.is_some(), "{a_still:#?}");
 
     release.cancel();
+    fleet.shutdown().await;
+}
+
+/// A wake-up handled between a bot's idle report and the router's reading
+/// of it keeps the bot: the report is stale, as after an input, and the
+/// bot reads the input the wake-up is for. (Before, the router stopped the
+/// bot on the stale report with the wake-up unread in its mailbox, and an
+/// input a retry had requeued waited for the next message or a restart.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_up_makes_an_earlier_idle_report_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let model: Arc<dyn Model> = Arc::new(HeldForA {
+        entered: Arc::new(tokio::sync::Notify::new()),
+        release: CancellationToken::new(),
+    });
+    let rt = fleet_runtime(dir.path(), model, ToolRegistry::builtin());
+    let alice = UserId::new("alice").unwrap();
+    let b = bot_record("b", "B", &alice, &[]);
+    let fleet = FleetHandle::start(rt, vec![b.clone()]).await.unwrap();
+    // b is active and idle, one input routed to it
+    let first = crate::protocol::user_message(&alice, &b, "hello", None);
+    let dm = first.entry.session;
+    fleet.admit(first).await.unwrap();
+    turn_ended(fleet.store(), dm).await;
+    // an input stored but not routed (as a retry requeues one), then the
+    // wake-up for it, and an idle report b made before it
+    let second = crate::protocol::user_message(&alice, &b, "again", None);
+    fleet
+        .store()
+        .write(vec![botfleet_memory::Mutation::Admit(Box::new(second))])
+        .await
+        .unwrap();
+    let router = fleet.runtime().router().unwrap();
+    router.cast(RouterMsg::Wake(b.id.clone())).unwrap();
+    router
+        .cast(RouterMsg::Idle {
+            bot: b.id.clone(),
+            seen: 1,
+        })
+        .unwrap();
+    crate::tools::test_support::turns_ended(fleet.store(), dm, 2).await;
     fleet.shutdown().await;
 }
