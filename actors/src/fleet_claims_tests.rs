@@ -149,7 +149,10 @@ fn room_members_that_would_answer_to_one_mention_are_named() {
     ];
     let notes = room_member_clashes(&rooms, &clashed, &clashed).unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(notes[0].contains("its `name` in the fleet file"), "{notes:?}");
+    assert!(
+        notes[0].contains("its `name` in the fleet file"),
+        "{notes:?}"
+    );
     // closed, or the clashing file bot dropped: nothing
     let mut closed = rooms.clone();
     closed[0].closed_at = Some(1);
