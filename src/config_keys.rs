@@ -29,10 +29,32 @@ pub(super) fn parse_detail(text: &str, e: &toml::de::Error) -> String {
     let Some(key) = key_at(text, &span) else {
         return report;
     };
-    format!(
-        "key `{key}`: {} (line {line}, column {column})",
-        crate::serde_words::in_words(e.message())
-    )
+    let mut words = crate::serde_words::in_words(e.message());
+    // a word key given another type: serde names no word, and its
+    // "or table" is no way to write it (QA: `synchronous = 1` said only
+    // "wanted string or table")
+    if words.starts_with("wanted string")
+        && let Some(takes) = choices(&key)
+    {
+        words = format!("it takes {takes}, a word in quotes");
+    }
+    format!("key `{key}`: {words} (line {line}, column {column})")
+}
+
+/// The words a key of the fleet file takes, for one whose value is one of
+/// a few words (an enum read by serde, which names them only when given
+/// a word it does not know).
+fn choices(key: &str) -> Option<&'static str> {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    match (key.split('.').next(), last) {
+        (Some("host"), "synchronous") => Some(r#""normal" or "full""#),
+        (
+            Some("review"),
+            "shell" | "file_write" | "extension" | "subagent" | "delivery" | "automation",
+        ) => Some(r#""off", "shadow" or "enforce""#),
+        (_, "catch_up") => Some(r#""once" or "skip""#),
+        _ => None,
+    }
 }
 
 /// What a `duplicate key` error at `span` of `text` is about, in words: a

@@ -728,3 +728,23 @@ fn a_zero_subagent_or_made_agent_limit_is_a_warning_naming_the_bots() {
             .is_empty()
     );
 }
+
+/// A word key given another type says the words it takes (QA:
+/// `synchronous = 1` said only "wanted string or table", and a table is
+/// no way to write it).
+#[test]
+fn a_word_key_of_another_type_names_its_words() {
+    let e = err(&ISSUE_EXAMPLE.replace(
+        "listen = \"127.0.0.1:7878\"",
+        "listen = \"127.0.0.1:7878\"\nsynchronous = 1",
+    ));
+    assert!(
+        e.contains("key `host.synchronous`: it takes \"normal\" or \"full\", a word in quotes"),
+        "{e}"
+    );
+    let e = err(&format!("{ISSUE_EXAMPLE}\n[review]\nshell = true\n"));
+    assert!(
+        e.contains("key `review.shell`: it takes \"off\", \"shadow\" or \"enforce\""),
+        "{e}"
+    );
+}
