@@ -46,6 +46,19 @@ async fn helper(host: &TestHost) -> botfleet::memory::BotRecord {
         .expect("helper is stored")
 }
 
+/// Carol leaves the fleet (her `[[users]]` table goes) and her c1 goes
+/// to bob; the host started again on that file.
+async fn carol_leaves(host: TestHost) -> TestHost {
+    let fleet = host
+        .shutdown()
+        .await
+        .without_tables()
+        .without_bot("c1")
+        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "bob");
+    fleet.write();
+    restart(fleet).await
+}
+
 /// Carol asks c1 to make `helper` (CreateAgent); its listing once made.
 async fn carol_makes_helper(host: &TestHost) -> serde_json::Value {
     let (status, made) = host
@@ -80,15 +93,7 @@ async fn a_made_bot_of_a_user_dropped_from_the_config_is_held_until_they_are_bac
     assert_eq!(bots["owner"], "carol", "{bots}");
     assert!(helper(&host).await.removed_at().is_none());
 
-    // carol leaves the fleet; her c1 goes to bob
-    let fleet = host
-        .shutdown()
-        .await
-        .without_tables()
-        .without_bot("c1")
-        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "bob");
-    fleet.write();
-    let host = restart(fleet).await;
+    let host = carol_leaves(host).await;
     let held = helper(&host).await;
     assert!(
         held.removed_at().is_some(),
@@ -131,15 +136,7 @@ async fn a_held_made_bot_in_a_room_is_named_as_held_not_removed() {
     let (status, room) = host.create_room(CAROL, "mix", &["helper", "b1"]).await;
     assert_eq!(status, 201, "{room}");
 
-    // carol leaves the fleet; her c1 goes to bob
-    let fleet = host
-        .shutdown()
-        .await
-        .without_tables()
-        .without_bot("c1")
-        .bot_of("c1", "s", &["SendMessage", "CreateAgent"], "bob");
-    fleet.write();
-    let host = restart(fleet).await;
+    let host = carol_leaves(host).await;
     host.post_text("/v1/groups/mix/messages", BOB_TOKEN, "@helper @b1 hi")
         .await;
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
