@@ -20,6 +20,14 @@ use crate::support::fleet::TestHost;
 /// up` (a DM to r1) searches for the tacos; anything else stays silent.
 const TACOS: &str = r#"
 [[rule]]
+bot = "b1"
+match = "^find zanzibar$"
+steps = [
+  { tool = "SearchTranscript", args = { query = "zanzibar" } },
+  { tool = "SendMessage", args = { text = "{{tool_result}}" } },
+]
+
+[[rule]]
 bot = "r1"
 match = "^look it up$"
 steps = [
@@ -276,5 +284,16 @@ async fn a_message_before_a_bot_was_added_back_is_still_found() {
         assert_eq!(later.len(), 1, "{params}: {v:#}");
         assert_eq!(later[0].0, timeline, "{params}: {v:#}");
     }
+    // and b1's own SearchTranscript finds both, each once
+    let (end, entries) = host.end_turn_as("b1", BOB_TOKEN, "find zanzibar").await;
+    assert_eq!(end["status"], "completed", "{entries:#?}");
+    let found = entries
+        .iter()
+        .rev()
+        .find(|e| e["kind"] == "delivery")
+        .and_then(|e| e["text"].as_str())
+        .unwrap_or_default();
+    assert_eq!(found.matches("figures").count(), 1, "{found}");
+    assert_eq!(found.matches("news").count(), 1, "{found}");
     host.shutdown().await;
 }
