@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::client::Client;
 use crate::client::segment;
 use crate::host;
+use crate::shell_words::shell_quote;
 
 /// `println!` for the CLI: the line made safe for a terminal
 /// ([`terminal::text`]), since most of what it prints is others' text.
@@ -679,18 +680,6 @@ fn subcommand_error(
         }
     }
     found.error(kind, message)
-}
-
-/// `s` as one word for a POSIX shell: in single quotes, each `'` in it
-/// written `'\''`.
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
-    {
-        return s.to_owned();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// Exit codes (`send` and `group send` document theirs in `--help`). 2 is

@@ -125,20 +125,6 @@ pub(super) fn holds_files(dir: &Path) -> bool {
     false
 }
 
-/// `path` as one shell word: as it is when it holds only characters no
-/// shell reads specially, else in single quotes.
-fn shell_quoted(path: &Path) -> String {
-    let text = path.display().to_string();
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c))
-    {
-        text
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
-
 /// A warning when the workspace the bots' files were last seen in, `old`,
 /// still holds them while the configured one, `new`, is empty or missing
 /// (`host.workspace` changed, the files not moved). The same directory
@@ -161,7 +147,7 @@ pub(super) fn moved_workspace_warning(old: &Path, new: &Path) -> Option<String> 
          their files), or set `host.workspace` back (docs/operations.md, Upgrading)",
         new.display(),
         old.display(),
-        new = shell_quoted(&new),
-        old = shell_quoted(&old),
+        new = crate::shell_words::shell_quote(&new.display().to_string()),
+        old = crate::shell_words::shell_quote(&old.display().to_string()),
     ))
 }

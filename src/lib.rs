@@ -13,6 +13,7 @@ pub mod host;
 mod http_server;
 pub mod sandbox;
 mod serde_words;
+mod shell_words;
 
 pub use botfleet_actors as actors;
 pub use botfleet_actors::model;
