@@ -471,24 +471,13 @@ fn resolved(path: &Path) -> std::path::PathBuf {
         }
     }
     // the longest existing ancestor, canonical, and the rest as written
-    let mut existing = clean.as_path();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                existing = parent;
-            }
-            _ => return clean,
-        }
-    }
+    clean
+        .ancestors()
+        .find_map(|part| {
+            let real = part.canonicalize().ok()?;
+            Some(real.join(clean.strip_prefix(part).ok()?))
+        })
+        .unwrap_or(clean)
 }
 
 /// Why this user may not write in `dir`, the nearest existing part of
