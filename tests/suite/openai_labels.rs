@@ -37,13 +37,18 @@ fn events(chunks: &[Value]) -> String {
 
 /// A provider for the server at `address`, one retry.
 fn provider(address: &str, stream: bool) -> OpenAiModel {
+    provider_at(&format!("http://{address}/v1"), stream)
+}
+
+/// A provider for the server at `base_url`, one retry.
+fn provider_at(base_url: &str, stream: bool) -> OpenAiModel {
     OpenAiModel::new(OpenAiOptions {
         max_retries: 1,
         stream,
         backoff_base: Duration::from_millis(2),
         backoff_max: Duration::from_millis(50),
         timeout: Duration::from_secs(10),
-        ..OpenAiOptions::new(format!("http://{address}/v1"), "test-model")
+        ..OpenAiOptions::new(base_url, "test-model")
     })
     .unwrap()
 }
@@ -120,6 +125,47 @@ async fn a_byte_order_mark_before_the_answer_is_ignored() {
         let response = result.unwrap_or_else(|e| panic!("{label}: {e}"));
         assert_eq!(response.text, "hello", "{label}");
         assert_eq!(count.load(Ordering::SeqCst), 1, "{label}");
+    }
+}
+
+/// A byte order mark split by the server's first writes (a piece ending
+/// inside it) is dropped as a whole one is (audit: its first bytes read as
+/// no field and no JSON, so the stream's first event, with a tool call's
+/// name, was lost, and a whole answer failed at once).
+#[tokio::test]
+async fn a_byte_order_mark_split_across_writes_is_ignored() {
+    let stream = events(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": "SendMessage", "arguments": "{\"text\": \"hi\"}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let whole = json!({"choices": [{"index": 0, "message": {"role": "assistant",
+        "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "SendMessage", "arguments": "{\"text\": \"hi\"}"}}]},
+        "finish_reason": "tool_calls"}]});
+    for (label, body) in [
+        ("text/event-stream", stream),
+        ("application/json", whole.to_string()),
+    ] {
+        for split in [1, 2] {
+            let server = OpenAiServer::builder()
+                .tcp_split(split)
+                .reply(Reply::raw(200, label, format!("\u{feff}{body}")))
+                .start()
+                .await;
+            let model = provider_at(&server.base_url(), label == "text/event-stream");
+            let (result, _) = complete(&model, &request("x")).await;
+            let response = result.unwrap_or_else(|e| panic!("{label}, split {split}: {e}"));
+            let names: Vec<&str> = response
+                .tool_calls
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            assert_eq!(names, ["SendMessage"], "{label}, split {split}");
+            assert_eq!(server.request_count(), 1, "{label}, split {split}");
+            server.shutdown().await;
+        }
     }
 }
 

@@ -262,8 +262,9 @@ impl OpenAiServerBuilder {
         self
     }
 
-    /// Writes the SSE byte stream in pieces of `n` bytes, ignoring event,
-    /// line and UTF-8 boundaries (default: one write per event).
+    /// Writes the SSE byte stream (and a [`Reply::raw`] body) in pieces of
+    /// `n` bytes, ignoring event, line and UTF-8 boundaries (default: one
+    /// write per event, a raw body whole).
     pub fn tcp_split(mut self, n: usize) -> Self {
         self.shape.tcp_split = Some(n.max(1));
         self

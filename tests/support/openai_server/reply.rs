@@ -256,6 +256,17 @@ pub(super) async fn respond(reply: Reply, request: &Value, shape: &WireShape) ->
     }
     if let Some((status, content_type, body)) = &reply.raw {
         let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        // split as the builder says, at any byte (inside a character too)
+        if let Some(size) = shape.tcp_split {
+            let pieces = body
+                .as_bytes()
+                .chunks(size)
+                .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+                .collect();
+            let mut response = body_response(content_type, pieces, shape.chunk_delay);
+            *response.status_mut() = status;
+            return response;
+        }
         return (
             status,
             [(header::CONTENT_TYPE, content_type.clone())],

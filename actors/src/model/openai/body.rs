@@ -183,7 +183,10 @@ pub(super) async fn body_start(
     limit: usize,
 ) -> Result<Vec<u8>, Failure> {
     let mut start = Vec::new();
-    while undecided(without_bom(&start)) {
+    // a first piece may end inside the mark: its bytes then read as no
+    // field and no JSON (audit: a stream's first event, with the tool
+    // call's name, was dropped, and a whole answer failed at once)
+    while undecided(without_bom(&start)) || part_of_bom(&start) {
         match next_chunk(response, cancel, Instant::now() + timeout).await? {
             Some(bytes) => start.extend_from_slice(&bytes),
             None => break,
@@ -212,9 +215,17 @@ fn undecided(start: &[u8]) -> bool {
 /// What an SSE body starts with ([`looks_like_sse`]).
 const SSE_FIELDS: [&[u8]; 5] = [b":", b"data:", b"event:", b"id:", b"retry:"];
 
+/// A UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// `bytes` without a UTF-8 byte order mark at their start.
 fn without_bom(bytes: &[u8]) -> &[u8] {
-    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
+/// Whether `bytes` are the first one or two bytes of a byte order mark.
+fn part_of_bom(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.len() < BOM.len() && BOM.starts_with(bytes)
 }
 
 /// Whether a body that starts with `start` is an SSE stream: its first
