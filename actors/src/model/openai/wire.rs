@@ -577,11 +577,16 @@ impl Assembler {
         self.note_unshown(&added);
     }
 
-    /// The key of a call after all others.
+    /// The key of a call after all others: at the next index, or after the
+    /// calls at the last one a server can name (audit: a call at index
+    /// `u32::MAX` overflowed the next, a panic or a key before all others).
     fn next_key(&self) -> CallKey {
         self.calls
             .last_key_value()
-            .map_or((0, 0), |(key, _)| (key.0 + 1, 0))
+            .map_or((0, 0), |(&(index, rank), _)| match index.checked_add(1) {
+                Some(next) => (next, 0),
+                None => (index, rank.saturating_add(1)),
+            })
     }
 
     /// The call a piece at wire index `index` belongs to: the call there

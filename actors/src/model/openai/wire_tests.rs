@@ -279,6 +279,24 @@ fn triple(id: &str, name: &str, arguments: &str) -> (String, String, String) {
     (id.to_owned(), name.to_owned(), arguments.to_owned())
 }
 
+/// Regression: a call at the largest index a server can send, then a
+/// piece of another call without an index, overflowed the key of the call
+/// after it (a panic in a debug build, the new call put first in release).
+#[test]
+fn a_call_after_the_largest_index_comes_after_it() {
+    let piece = |part: Value| json!({"choices": [{"index": 0, "delta": {"tool_calls": [part]}}]});
+    let response = assemble(vec![
+        piece(json!({"index": u32::MAX, "id": "a", "type": "function",
+            "function": {"name": "Read", "arguments": "{}"}})),
+        piece(json!({"id": "b", "type": "function",
+            "function": {"name": "Write", "arguments": "{}"}})),
+    ]);
+    assert_eq!(
+        calls_of(response),
+        vec![triple("a", "Read", "{}"), triple("b", "Write", "{}")]
+    );
+}
+
 /// Regression: two calls streamed without `index`, each in its own
 /// chunks with its own id, became one call (the second id replaced the
 /// first, the arguments ran together).
