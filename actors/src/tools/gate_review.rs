@@ -175,6 +175,12 @@ pub(super) async fn build_action(
     {
         map.insert(LINKS.into(), Value::Array(links));
     }
+    if surface == ReviewSurface::Shell
+        && let Some(rel) = cwd_leads_to(ctx, args)
+        && let Some(map) = canonical.as_object_mut()
+    {
+        map.insert(CWD_LEADS_TO.into(), Value::String(rel));
+    }
     let mut summary = match tool {
         "Shell" => format!("run `{}`", summary_text(&text("command"))),
         // the size of what would be written, not of its scrubbed text
@@ -379,6 +385,30 @@ fn links_followed(ctx: &ToolContext<'_>, surface: ReviewSurface, args: &Value) -
                 .then(|| serde_json::json!({"path": given, "leads_to": rel}))
         })
         .collect()
+}
+
+/// The key of a Shell action's arguments that holds [`cwd_leads_to`].
+const CWD_LEADS_TO: &str = "cwd_leads_to";
+
+/// Where a Shell call's `cwd` leads through symlinks, relative to the
+/// workspace's root (`.` for the root), when that is elsewhere than as
+/// given: an approval covers the directory the command ran in when the
+/// person decided, and the card shows it (audit: `rm -rf *` approved in
+/// `build`, a link to `scratch`, ran in the root once the bot re-pointed
+/// the link, and the card had shown only `cwd: build`).
+fn cwd_leads_to(ctx: &ToolContext<'_>, args: &Value) -> Option<String> {
+    let given = args.get("cwd").and_then(Value::as_str)?;
+    let workspace = ctx.workspace();
+    let resolved = workspace.resolve(given).ok()?;
+    let rel = resolved.strip_prefix(workspace.root()).ok()?;
+    let plain = std::path::Path::new(given)
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect::<std::path::PathBuf>();
+    (plain != rel).then(|| match rel.to_string_lossy() {
+        r if r.is_empty() => ".".to_owned(),
+        r => r.into_owned(),
+    })
 }
 
 /// Logs a decision that was not `allow` (tracing and the review log).

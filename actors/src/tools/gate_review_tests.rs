@@ -261,3 +261,45 @@ async fn an_approved_write_through_a_symlink_does_not_follow_it_re_pointed() {
         "{d:?}"
     );
 }
+
+/// A Shell call approved with a `cwd` that is a link, run again after the
+/// link was re-pointed, ran where it leads now with the old approval
+/// (audit: `rm -rf *` approved in `build`, a link to `scratch`, deleted the
+/// whole workspace once `build` led to its root). Where `cwd` leads is part
+/// of the action, shown on the card; re-pointed, the call is asked about
+/// again.
+#[tokio::test]
+async fn an_approved_command_does_not_follow_its_cwd_re_pointed() {
+    let fx = Fx::new(ReviewModes::default()).await;
+    let root = fx.ws().root().to_path_buf();
+    std::fs::create_dir(root.join("scratch")).unwrap();
+    std::os::unix::fs::symlink("scratch", root.join("build")).unwrap();
+    let call = json!({"command": "rm -rf *", "cwd": "build"});
+    let id = approval_of(&fx.check("Shell", call.clone()).await);
+    let approval = fx.rt.store.approval(id).await.unwrap().unwrap();
+    assert_eq!(
+        approval.action["args"]["cwd_leads_to"], "scratch",
+        "{}",
+        approval.action
+    );
+    fx.decide(id, ApprovalDecision::Approve).await;
+    std::fs::remove_file(root.join("build")).unwrap();
+    std::os::unix::fs::symlink(".", root.join("build")).unwrap();
+    let again = approval_of(&fx.check("Shell", call.clone()).await);
+    assert_ne!(
+        again, id,
+        "a command in the workspace's root is another action"
+    );
+    let new = fx.rt.store.approval(again).await.unwrap().unwrap();
+    assert_eq!(new.action["args"]["cwd_leads_to"], ".", "{}", new.action);
+    let old = fx.rt.store.approval(id).await.unwrap().unwrap();
+    assert!(old.consumed_at.is_none(), "the old approval was not used");
+    // pointed back, the approved command runs with its approval
+    std::fs::remove_file(root.join("build")).unwrap();
+    std::os::unix::fs::symlink("scratch", root.join("build")).unwrap();
+    let d = fx.check("Shell", call).await;
+    assert!(
+        matches!(&d, GateDecision::Run { approval: Some(a), .. } if *a == id),
+        "{d:?}"
+    );
+}
