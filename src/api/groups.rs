@@ -297,6 +297,18 @@ const NOT_A_ROOM: &str = "list your rooms with `botfleet group list` or GET /v1/
      with {bot} with `botfleet transcript {bot}`";
 
 /// The room `name` for `user`, or the 404 of [`bot_named`] with `instead`.
+/// The id of the room `room` names, ignoring case, as the store keeps it
+/// (whoever may use it), else `room` as given.
+async fn stored_room_id(state: &ApiState, room: &str) -> String {
+    let Ok(id) = botfleet_memory::RoomId::new(room) else {
+        return room.to_owned();
+    };
+    match state.fleet.store().get_room(&id).await {
+        Ok(Some(record)) => record.id.to_string(),
+        _ => room.to_owned(),
+    }
+}
+
 async fn room_or_bot(
     state: &ApiState,
     user: &AuthUser,
@@ -360,7 +372,10 @@ pub(crate) async fn post_message(
     .await
     {
         Err(no_room @ ApiError::NotFound(_)) => {
-            let digest = |text: &str| Some(group::room_message_digest(&room, text));
+            // the digest is of the room's id as stored, which the path
+            // may spell in another case (audit: such a retry was a 404)
+            let stored = stored_room_id(&state, &room).await;
+            let digest = |text: &str| Some(group::room_message_digest(&stored, text));
             let retry = super::bots::lost_target_retry(&state, &user, &headers, &body, digest);
             if let Some(duplicate) = retry.await? {
                 // the whole record, as a retry the poster may still

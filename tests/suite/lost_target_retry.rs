@@ -93,7 +93,17 @@ async fn a_retry_to_a_room_one_was_taken_out_of_is_a_duplicate() {
     for field in ["addressed", "unknown_mentions", "removed_mentions"] {
         assert_eq!(again[field], first[field], "{field}: {again} {first}");
     }
+    // the room's id in another case, as any route takes it (audit: the
+    // retry's digest was of the id as typed, so it was a 404)
+    let upper = format!("/v1/groups/{}/messages", id.to_uppercase());
+    assert_ne!(upper, path);
+    let (status, cased) = post(&host, &upper, "r-1", "hello @a1 @nobody").await;
+    assert_eq!(status, 200, "{cased}");
+    assert_eq!(cased["status"], "duplicate", "{cased}");
+    assert_eq!(cased["seq"], first["seq"], "{cased} {first}");
     let (status, other) = post(&host, &path, "r-1", "another text").await;
+    assert_eq!(status, 404, "{other}");
+    let (status, other) = post(&host, &upper, "r-1", "another text").await;
     assert_eq!(status, 404, "{other}");
     host.shutdown().await;
 }
