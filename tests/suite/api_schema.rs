@@ -16,7 +16,7 @@ const SCRIPT: &str = r#"
 steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
 "#;
 
-fn openapi() -> Value {
+pub(super) fn openapi() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.yaml");
     let text = std::fs::read_to_string(path).unwrap();
     serde_yaml_ng::from_str(&text)

@@ -345,6 +345,14 @@ async fn a_user_stores_at_most_256_secrets() {
     }
     let (status, v) = put("KEY_256".into(), "a-value-of-some-length").await;
     assert_eq!(status, 409, "{v}");
+    // and openapi.yaml says so (audit: its putSecret had no 409)
+    let doc = super::api_schema::openapi();
+    assert!(
+        doc["paths"]["/v1/secrets/{name}"]["put"]["responses"]
+            .get("409")
+            .is_some(),
+        "docs/openapi.yaml: PUT /v1/secrets/{{name}} answers 409"
+    );
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("you have 256 secrets, the most a user may store")
