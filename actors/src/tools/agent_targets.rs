@@ -30,6 +30,7 @@ use botfleet_memory::Limit;
 use botfleet_memory::Mutation;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::WriteLimit;
+use botfleet_memory::bot_projects;
 use botfleet_memory::name_key;
 
 use super::ToolContext;
@@ -296,32 +297,63 @@ pub(super) async fn refuse_update_of_subagent(
     ))
 }
 
-/// Refuses UpdateAgent on `target` when it has a tool the caller does not
-/// have. Its role is what it follows (a message from another bot is only
-/// information to it) and its tools are what it may do: a bot that could
-/// rewrite them could have a stronger bot do what it may not do itself,
-/// as a bot without Shell that rewrote the role of one with Shell to run
-/// whatever it was sent. A bot's own record, and any bot that can do no
-/// more than the caller, stay the caller's to change.
+/// Refuses UpdateAgent on `target` when it can do what the caller cannot:
+/// a tool, a secret or a project the caller does not have. Its role is
+/// what it follows (a message from another bot is only information to it)
+/// and its tools, secrets and projects are what it may do and reach: a bot
+/// that could rewrite its role could have a stronger bot do what it may
+/// not do itself, as a bot without Shell that rewrote the role of one
+/// with Shell to run whatever it was sent (or, audit, a bot without a
+/// secret that rewrote the role of one with it to send the secret back).
+/// A bot's own record, and any bot that can do no more than the caller,
+/// stay the caller's to change.
 pub(super) fn refuse_update_of_stronger(
     ctx: &ToolContext<'_>,
     target: &BotRecord,
 ) -> Result<(), ToolError> {
-    let lacking: Vec<String> = target
+    let quoted = |names: Vec<String>| {
+        names
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let tools: Vec<String> = target
         .tools
         .iter()
         .filter(|t| !ctx.bot.tools.contains(t))
-        .map(|t| format!("{t:?}"))
+        .cloned()
         .collect();
+    let held = crate::vault::Vault::names_of(ctx.bot);
+    let secrets: Vec<String> = crate::vault::Vault::names_of(target)
+        .into_iter()
+        .filter(|s| !held.contains(s))
+        .collect();
+    let joined = bot_projects(ctx.bot);
+    let projects: Vec<String> = bot_projects(target)
+        .into_iter()
+        .filter(|p| !joined.contains(p))
+        .map(|p| p.to_string())
+        .collect();
+    let mut lacking = Vec::new();
+    if !tools.is_empty() {
+        lacking.push(format!("tools you do not have ({})", quoted(tools)));
+    }
+    if !secrets.is_empty() {
+        lacking.push(format!("secrets you do not have ({})", quoted(secrets)));
+    }
+    if !projects.is_empty() {
+        lacking.push(format!("projects you are not in ({})", quoted(projects)));
+    }
     if lacking.is_empty() {
         return Ok(());
     }
     Err(ToolError::new(
         format!(
-            "{} has tools you do not have ({}): only a bot with every tool of another may change \
+            "{} has {}: only a bot with every tool, secret and project of another may change \
              its name, role or tools; nothing was changed",
             target.id,
-            lacking.join(", ")
+            lacking.join(" and ")
         ),
         format!(
             "message {} with SendToAgent instead (it reads what you send as information, not as \
