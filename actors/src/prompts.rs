@@ -179,6 +179,9 @@ prompts! {
     /// The same event for a message that waited in the queue of a bot a
     /// start found no longer in the fleet file.
     agent_removed_from_config_unanswered => "agent_removed_from_config_unanswered.md",
+    /// The same event for a message to a bot that fleet.toml gave to
+    /// another user before it answered.
+    agent_owner_changed_unanswered => "agent_owner_changed_unanswered.md",
     /// Notice of a turn cancelled, before it answered a person, by its
     /// owner's removal of its bot.
     turn_cancelled_removed => "turn_cancelled_removed.md",

@@ -153,7 +153,10 @@ fn messages_from(entries: &[Value], from: &str) -> Vec<Value> {
 
 /// (1) `a3`'s turn answering `a1`, cut off by the restart that gives `a3`
 /// to bob, does not run on for bob: nothing of it reaches `a1` or alice's
-/// DM with `a1`, and bob is told why.
+/// DM with `a1`, and bob is told why. `a1`, which told alice it asked
+/// `a3`, is woken in her DM with it by the host's word that `a3` will not
+/// answer (audit: it was never told, and alice waited for good), once
+/// (the event's nonce names the turn, so another start adds none).
 #[tokio::test]
 async fn a_moved_bots_reply_does_not_reach_its_former_owners_bot() {
     let host = start(BEFORE, TOOLS).await;
@@ -166,14 +169,34 @@ async fn a_moved_bots_reply_does_not_reach_its_former_owners_bot() {
     let entries = resumed_turn_ended(&host, BOB_TOKEN, &a3_side).await;
     assert!(entries_as(&host, TOKEN, &a3_side).await.is_empty());
 
-    let dm = host.entries(&dm_a1).await;
+    let dm = poll(30, async || {
+        let dm = host.entries(&dm_a1).await;
+        if deliveries(&dm).iter().any(|d| d == "REPLY-FROM-A1") {
+            Ok(dm)
+        } else {
+            Err(format!("a1 is not woken: {dm:#?}"))
+        }
+    })
+    .await;
     assert!(
         messages_from(&dm, "a3").is_empty(),
         "bob's a3 wrote into alice's DM with a1: {dm:#?}"
     );
+    let told: Vec<&Value> = dm.iter().filter(|e| e["kind"] == "event").collect();
     assert!(
-        !deliveries(&dm).iter().any(|d| d == "REPLY-FROM-A1"),
-        "a1 was woken for bob's a3: {dm:#?}"
+        matches!(&told[..], [e] if e["origin"] == "bot_owner_changed:a3"
+            && e["trusted"] == true
+            && e["text"].as_str().is_some_and(|t| t.contains("QUESTION-FROM-A1")
+                && t.contains("a3 and you no longer belong to the same user"))),
+        "{dm:#?}"
+    );
+    let fleet = host.shutdown().await;
+    let host = restart(fleet).await;
+    let again = host.entries(&dm_a1).await;
+    assert_eq!(
+        again.iter().filter(|e| e["kind"] == "event").count(),
+        1,
+        "{again:#?}"
     );
     let a1_side = entries_as(&host, TOKEN, &agent_session("a1", "a3")).await;
     assert!(messages_from(&a1_side, "a3").is_empty(), "{a1_side:#?}");
@@ -207,6 +230,11 @@ async fn a_former_owners_bot_cannot_message_the_moved_bot() {
     assert!(
         messages_from(&reached, "a1").is_empty(),
         "alice's a1 wrote to bob's a3: {reached:#?}"
+    );
+    // nor is bob's a3 woken for what it asked for alice
+    assert!(
+        !reached.iter().any(|e| e["kind"] == "event"),
+        "{reached:#?}"
     );
     assert!(
         told_owner_changed(&entries),

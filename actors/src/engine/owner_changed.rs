@@ -166,6 +166,19 @@ impl Runner {
                 retry_turn: None,
             },
         );
-        self.end(status, Some((error, notice))).await
+        // the bot that wrote, its owner's still, is told no answer comes,
+        // in the conversation it asked from (audit: it had told its person
+        // it would report back, and never woke again)
+        let told = match why {
+            OwnerChanged::OtherOwnersBot(_) => match self.owner_changed_notices().await {
+                Ok(notices) => notices,
+                Err(e) => {
+                    tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "could not tell the bots that wrote to this bot that it will not answer");
+                    Vec::new()
+                }
+            },
+            OwnerChanged::FormerOwnersDm | OwnerChanged::FormerOwnersTask(_) => Vec::new(),
+        };
+        self.end_with(status, Some((error, notice)), told).await
     }
 }

@@ -12,6 +12,7 @@ use botfleet_memory::SubagentRecord;
 
 use crate::engine::unanswered::Removal;
 use crate::engine::unanswered::newest_questions;
+use crate::engine::unanswered::owner_changed_notice;
 use crate::engine::unanswered::removal_notice;
 
 /// What a committed batch wrote that the runner follows up on.
@@ -241,6 +242,16 @@ impl Runner {
         status: TurnStatus,
         failure: Option<(String, Mutation)>,
     ) -> Result<TurnStatus, StoreError> {
+        self.end_with(status, failure, Vec::new()).await
+    }
+
+    /// [`Self::end`], with `more` writes in the end's commit.
+    pub(super) async fn end_with(
+        &mut self,
+        status: TurnStatus,
+        failure: Option<(String, Mutation)>,
+        more: Vec<Mutation>,
+    ) -> Result<TurnStatus, StoreError> {
         if self.start_pending.is_some() && status == TurnStatus::Interrupted {
             // nothing was persisted: the inputs are still pending in the inbox
             return Ok(status);
@@ -249,6 +260,7 @@ impl Runner {
         if status == TurnStatus::Cancelled {
             self.removed_by_owner(&mut batch).await;
         }
+        batch.extend(more);
         self.commit(batch).await?;
         Ok(status)
     }
@@ -299,6 +311,36 @@ impl Runner {
     /// will not answer: one for each bot and the conversation it wrote
     /// from, quoting its newest message there.
     async fn unanswered_notices(&self, removed: &BotRecord) -> Result<Vec<Mutation>, StoreError> {
+        let mut out = Vec::new();
+        for question in self.unanswered_questions().await? {
+            if let Some(req) =
+                removal_notice(&self.rt.store, removed, &question, Removal::ByOwner).await?
+            {
+                out.push(Mutation::Admit(Box::new(req)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The same events for a turn that ends unanswered since fleet.toml
+    /// gave this bot to another user than the bots that wrote to it
+    /// (`owner_changed.rs`): each asker is told this bot will not answer.
+    pub(super) async fn owner_changed_notices(&self) -> Result<Vec<Mutation>, StoreError> {
+        let mut out = Vec::new();
+        for question in self.unanswered_questions().await? {
+            if let Some(req) =
+                owner_changed_notice(&self.rt.store, &self.bot, &question, self.turn).await?
+            {
+                out.push(Mutation::Admit(Box::new(req)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The newest message of each bot (and conversation it wrote from)
+    /// among this turn's inputs that the turn did not answer with
+    /// SendToAgent.
+    async fn unanswered_questions(&self) -> Result<Vec<Entry>, StoreError> {
         let (Some(first), Some(last)) = (
             self.state.input_seqs.iter().min(),
             self.state.input_seqs.iter().max(),
@@ -310,20 +352,14 @@ impl Runner {
             .store
             .entries_between(self.session, *first, *last)
             .await?;
-        let questions = newest_questions(&inputs, |question, from| {
+        Ok(newest_questions(&inputs, |question, from| {
             // answered with SendToAgent in this turn: nothing to tell
             self.state.input_seqs.contains(&question.seq)
                 && !self.state.asked.iter().any(|a| a == from.as_str())
-        });
-        let mut out = Vec::new();
-        for question in questions {
-            if let Some(req) =
-                removal_notice(&self.rt.store, removed, question, Removal::ByOwner).await?
-            {
-                out.push(Mutation::Admit(Box::new(req)));
-            }
-        }
-        Ok(out)
+        })
+        .into_iter()
+        .cloned()
+        .collect())
     }
 
     /// The writes that end a turn: its status, notices, the turn_end entry

@@ -9,7 +9,9 @@
 //! word, it never woke again and the person was never told (QA: the turn
 //! ended `cancelled`, and only the removed bot's session said so). The
 //! event wakes the asker in the conversation it asked from, as the answer
-//! would have.
+//! would have. So does a bot that fleet.toml gave to another user before it
+//! answered: its turn over the message ends unanswered
+//! (`owner_changed.rs`), and the asker was not told either (audit).
 
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
@@ -31,6 +33,10 @@ use crate::prompts::prompts;
 /// The origin of the event, followed by the removed bot's id.
 const ORIGIN: &str = "bot_removed:";
 
+/// The origin of the event for a bot given to another user, followed by
+/// its id.
+const OWNER_CHANGED_ORIGIN: &str = "bot_owner_changed:";
+
 /// How the bot that will not answer was removed: the words of the notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Removal {
@@ -38,6 +44,148 @@ pub(crate) enum Removal {
     ByOwner,
     /// The fleet file no longer lists it (a start marked it removed).
     FromConfig,
+}
+
+/// The event to the bot that wrote `question` (an `AgentMessage` to
+/// `answerer`), saying `answerer` will not answer it since fleet.toml gave
+/// it to another user: its turn `turn` over the message ended unanswered.
+/// `None` for any other entry, and for a sender that is gone, removed, or
+/// (still) of `answerer`'s owner. One per turn and asking conversation:
+/// the nonce names both, so a resumed turn's end sends it once.
+pub(crate) async fn owner_changed_notice(
+    store: &Store,
+    answerer: &BotRecord,
+    question: &Entry,
+    turn: botfleet_memory::TurnId,
+) -> Result<Option<AdmitRequest>, StoreError> {
+    let Some(asked) = Asked::of(store, answerer, question).await? else {
+        return Ok(None);
+    };
+    // the asker that fleet.toml moved itself wrote for its former owner,
+    // whose conversation it asked from is theirs, closed to it: nothing
+    // to tell it (nor its new owner) there
+    if asked.asker.owner == answerer.owner || !asked.where_asked {
+        return Ok(None);
+    }
+    let text = prompts()
+        .agent_owner_changed_unanswered
+        .render(&[
+            ("bot", answerer.id.as_str()),
+            ("asked", &botfleet_memory::quote_short(asked.text)),
+        ])
+        .unwrap_or_default();
+    let told = asked.key.id().to_string();
+    let turn = turn.to_string();
+    let digest = InputDigest::of_parts([
+        b"bot_owner_changed".as_slice(),
+        asked.asker.id.as_str().as_bytes(),
+        turn.as_bytes(),
+        told.as_bytes(),
+    ]);
+    Ok(Some(asked.event(
+        answerer,
+        format!("{OWNER_CHANGED_ORIGIN}{}", answerer.id),
+        text,
+        format!("owner_changed:{turn}:{told}"),
+        digest,
+    )))
+}
+
+/// A bot's message to another that will not be answered: who asked, what,
+/// and the conversation the answer would have gone to.
+struct Asked<'a> {
+    asker: BotRecord,
+    text: &'a str,
+    hop: u32,
+    chain: Option<botfleet_memory::ChainOrigin>,
+    key: SessionKey,
+    /// Whether `key` is the conversation the asker wrote from (still its
+    /// owner's), not the bots' own it falls back to.
+    where_asked: bool,
+}
+
+impl<'a> Asked<'a> {
+    /// `question` as a message to `answerer` from a bot that is there and
+    /// not removed; `None` for any other entry.
+    async fn of(
+        store: &Store,
+        answerer: &BotRecord,
+        question: &'a Entry,
+    ) -> Result<Option<Self>, StoreError> {
+        let EntryKind::AgentMessage {
+            from,
+            text,
+            hop,
+            reply_session,
+            chain,
+        } = &question.kind
+        else {
+            return Ok(None);
+        };
+        let Some(asker) = store.get_bot(from).await? else {
+            return Ok(None);
+        };
+        if asker.removed_at().is_some() {
+            return Ok(None);
+        }
+        // where the answer would have gone: the conversation the asker
+        // wrote from while it is still its owner's, else the bots' own
+        let asked_from = match reply_session {
+            Some(id) => store
+                .get_session(*id)
+                .await?
+                .filter(|rec| rec.key.bot == asker.id && rec.owner == asker.owner),
+            None => None,
+        };
+        let where_asked = asked_from.is_some();
+        let key = asked_from.map_or_else(|| own_key(&asker.id, &answerer.id), |rec| rec.key);
+        Ok(Some(Self {
+            asker,
+            text,
+            hop: *hop,
+            chain: *chain,
+            key,
+            where_asked,
+        }))
+    }
+
+    /// The trusted event from `answerer` that wakes the asker.
+    fn event(
+        self,
+        answerer: &BotRecord,
+        origin: String,
+        text: String,
+        nonce: String,
+        digest: InputDigest,
+    ) -> AdmitRequest {
+        AdmitRequest {
+            source: format!("bot:{}", answerer.id),
+            nonce,
+            nonce_time_ms: None,
+            digest,
+            entry: NewEntry {
+                id: EntryId::new_v7(),
+                session: self.key.id(),
+                author: answerer.id.to_string(),
+                turn: None,
+                kind: EntryKind::Event {
+                    origin,
+                    text,
+                    // the host's words, not the other bot's
+                    trusted: true,
+                    // one hop on, as the answer would have been; sent past
+                    // the budget too (as a subagent's report is): the chain
+                    // ends in the turn it wakes, which may still tell its
+                    // person
+                    hop: Some(self.hop.saturating_add(1)),
+                    chain: self.chain,
+                },
+            },
+            session: self.key,
+            owner: self.asker.owner,
+            priority: Priority::Bot,
+        }
+    }
 }
 
 /// The event to the bot that wrote `question` (an `AgentMessage` to
@@ -57,31 +205,13 @@ pub(crate) async fn removal_notice(
     question: &Entry,
     how: Removal,
 ) -> Result<Option<AdmitRequest>, StoreError> {
-    let EntryKind::AgentMessage {
-        from,
-        text,
-        hop,
-        reply_session,
-        chain,
-    } = &question.kind
-    else {
+    let Some(asked) = Asked::of(store, removed, question).await? else {
         return Ok(None);
     };
-    let Some(asker) = store.get_bot(from).await? else {
-        return Ok(None);
-    };
-    if asker.owner != removed.owner || asker.removed_at().is_some() {
+    // bots message only their owner's bots
+    if asked.asker.owner != removed.owner {
         return Ok(None);
     }
-    // where the answer would have gone: the conversation the asker wrote
-    // from while it is still its owner's, else the bots' own
-    let key = match reply_session {
-        Some(id) => match store.get_session(*id).await? {
-            Some(rec) if rec.key.bot == asker.id && rec.owner == asker.owner => rec.key,
-            _ => own_key(&asker.id, &removed.id),
-        },
-        None => own_key(&asker.id, &removed.id),
-    };
     let prompt = match how {
         Removal::ByOwner => &prompts().agent_removed_unanswered,
         Removal::FromConfig => &prompts().agent_removed_from_config_unanswered,
@@ -89,42 +219,24 @@ pub(crate) async fn removal_notice(
     let notice = prompt
         .render(&[
             ("bot", removed.id.as_str()),
-            ("asked", &botfleet_memory::quote_short(text)),
+            ("asked", &botfleet_memory::quote_short(asked.text)),
         ])
         .unwrap_or_default();
     let removed_at = removed.removed_at().unwrap_or_default().to_string();
-    let told = key.id().to_string();
-    Ok(Some(AdmitRequest {
-        source: format!("bot:{}", removed.id),
-        nonce: format!("removed:{removed_at}:{told}"),
-        nonce_time_ms: None,
-        digest: InputDigest::of_parts([
-            b"bot_removed".as_slice(),
-            asker.id.as_str().as_bytes(),
-            removed_at.as_bytes(),
-            told.as_bytes(),
-        ]),
-        entry: NewEntry {
-            id: EntryId::new_v7(),
-            session: key.id(),
-            author: removed.id.to_string(),
-            turn: None,
-            kind: EntryKind::Event {
-                origin: format!("{ORIGIN}{}", removed.id),
-                text: notice,
-                // the host's words, not the removed bot's
-                trusted: true,
-                // one hop on, as the answer would have been; sent past the
-                // budget too (as a subagent's report is): the chain ends
-                // in the turn it wakes, which may still tell its person
-                hop: Some(hop.saturating_add(1)),
-                chain: *chain,
-            },
-        },
-        session: key,
-        owner: asker.owner,
-        priority: Priority::Bot,
-    }))
+    let told = asked.key.id().to_string();
+    let digest = InputDigest::of_parts([
+        b"bot_removed".as_slice(),
+        asked.asker.id.as_str().as_bytes(),
+        removed_at.as_bytes(),
+        told.as_bytes(),
+    ]);
+    Ok(Some(asked.event(
+        removed,
+        format!("{ORIGIN}{}", removed.id),
+        notice,
+        format!("removed:{removed_at}:{told}"),
+        digest,
+    )))
 }
 
 /// Of `entries`, the messages of bots that `keep` takes, to be told about:
