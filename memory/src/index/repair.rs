@@ -11,7 +11,8 @@
 //! another process (a running host) uses is never touched.
 //!
 //! [`drop_stale`] is the indexer's start: an index or JSONL mirror ahead of
-//! the store (a restored or replaced database) is rebuilt from it.
+//! the store, or any after a restore or over a new database (of another
+//! history), is rebuilt from it.
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -357,10 +358,15 @@ pub(crate) struct Fresh {
 /// the database was restored from an older snapshot, or replaced (an empty
 /// `fleet.db`). Entry numbers are reused after that, so a stale index would
 /// show lost entries and skip new ones. Entries are never deleted from the
-/// store, so a marker above the store's newest gid is proof. The index is
-/// cleared and the mirror moved to `transcripts.stale-<UTC time>` (it may
-/// hold the only copy of what the restore lost); both are rebuilt from the
-/// store by the indexer's catch-up.
+/// store, so a marker above the store's newest gid is proof. After a
+/// restore the open detected, or over a database this open created, they
+/// are dropped whatever their markers say: derived from another history,
+/// they may be behind the database too (audit: a backup restored over an
+/// index of an older restore's short run kept that run's messages
+/// searchable and skipped the restored ones under the same numbers). The
+/// index is cleared and the mirror moved to `transcripts.stale-<UTC time>`
+/// (it may hold the only copy of what the restore lost); both are rebuilt
+/// from the store by the indexer's catch-up.
 pub(crate) async fn drop_stale(
     indexer: Indexer,
     mirror_root: Option<PathBuf>,
@@ -373,10 +379,14 @@ pub(crate) async fn drop_stale(
         .map(|root| JsonlMirror::open(root).map(|m| m.with_store(store.clone())))
         .transpose()?;
     let mirrored = mirror.as_ref().map_or(0, JsonlMirror::mirrored_gid);
-    if indexed <= newest && mirrored <= newest {
+    // a restore, or a new database where an old one's index and mirror
+    // were left (`fleet.db.generation` deleted to start over): what they
+    // hold is of another history, and no write of this database was lost
+    let restored = store.was_restored() || store.was_created();
+    let derived = indexed > 0 || mirrored > 0;
+    if (indexed <= newest && mirrored <= newest) && !(restored && derived) {
         return Ok(Fresh { indexer, mirror });
     }
-    let restored = store.was_restored();
     let ahead = indexed.max(mirrored);
     if !restored {
         // no restore was made: the database lost what it had committed,
@@ -408,7 +418,7 @@ pub(crate) async fn drop_stale(
         indexed,
         mirrored,
         restored,
-        "the search index and the JSONL mirror hold entries the database does not have (it was restored from a snapshot or replaced): rebuilding both from the database"
+        "the search index and the JSONL mirror are not the database's (it was restored from a snapshot or replaced): rebuilding both from the database"
     );
     let indexer = tokio::task::spawn_blocking(move || {
         let mut indexer = indexer;
