@@ -67,11 +67,15 @@ pub(super) fn config_bots(
 /// the file now takes over, a bot with a room's id.
 pub fn check_store_bots(loaded: &LoadedFleet) -> anyhow::Result<Vec<String>> {
     let (data_dir, _) = data_and_workspace(&loaded.file.host);
-    // a store lost where the directory has history: the start refuses it,
-    // and so does the check (it said "new data directory: starting with
-    // no history", exit 0: QA)
-    if let Err(e @ botfleet_memory::StoreError::HistoryGone { .. }) =
-        botfleet_memory::peek_store(&data_dir.join(STORE_FILE))
+    // a store lost where the directory has history, one a newer botfleet
+    // migrated, another program's database: the start refuses it, and so
+    // does the check (it said "new data directory: starting with no
+    // history", or "ok" of a newer schema, exit 0: QA, audit)
+    if let Err(
+        e @ (botfleet_memory::StoreError::HistoryGone { .. }
+        | botfleet_memory::StoreError::SchemaTooNew { .. }
+        | botfleet_memory::StoreError::Foreign { .. }),
+    ) = botfleet_memory::peek_store(&data_dir.join(STORE_FILE))
     {
         anyhow::bail!("cannot open the store in {}: {e}", data_dir.display());
     }

@@ -270,3 +270,31 @@ async fn check_config_warns_of_a_bot_with_a_rooms_id() {
         "{out}"
     );
 }
+
+/// `check-config` refuses a database a newer botfleet migrated, as the
+/// start does, naming what to do (audit: it said "ok", exit 0, and `run`
+/// then refused it).
+#[tokio::test]
+async fn check_config_refuses_a_database_of_a_newer_botfleet() {
+    let fleet = one_bot();
+    let path = fleet.write();
+    let dir = fleet.path();
+    banner_of(&path, &dir.join("first.log")).await;
+    let db = dir.join("data/fleet.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    conn.pragma_update(None, "user_version", version + 1)
+        .unwrap();
+    drop(conn);
+    let (code, out) = check_config(&path).await;
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "database schema version {} is newer than this binary supports ({version}); upgrade botfleet",
+            version + 1
+        )),
+        "{out}"
+    );
+}

@@ -38,6 +38,10 @@ pub fn peek(db: &Path) -> Result<StoreHistory> {
             previous_workspace: None,
         });
     };
+    // what the start refuses, so is it here (audit: `check-config` said
+    // "ok" of a database a newer botfleet migrated, and `run` refused it)
+    super::schema::refuse_foreign(&conn, db)?;
+    super::schema::refuse_too_new(&conn)?;
     // a store too old to have a meta table remembers nothing
     let previous_workspace = if has_table(&conn, "meta")? {
         get_meta(&conn, "workspace")?

@@ -69,6 +69,20 @@ pub(crate) fn require_current(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a database a newer botfleet migrated, without changing it (a
+/// read of `check-config`: the start's [`migrate`] refuses it alike).
+pub(crate) fn refuse_too_new(conn: &Connection) -> Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let latest = latest_version();
+    if current > latest {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: latest,
+        });
+    }
+    Ok(())
+}
+
 /// Refuses the database of another program: no botfleet schema version
 /// (`user_version` 0) and tables in it. Call it before any pragma that
 /// could write the file (`journal_mode`): a start took such a file over,
