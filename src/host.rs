@@ -94,6 +94,32 @@ impl HostOptions {
     }
 }
 
+/// Locks the workspace `root` for this host: an advisory `flock` of the
+/// directory itself (no file is made in it, where bots' files are), held
+/// as long as the returned file is, dropped by the system when the
+/// process dies. A second host on the same workspace, from another data
+/// directory (whose store lock it does not meet), is refused: both would
+/// run their bots' commands in the same files (audit: two such hosts both
+/// started). A file system that takes no such lock is told in the log,
+/// and the start goes on.
+fn lock_workspace(root: &std::path::Path) -> anyhow::Result<Option<std::fs::File>> {
+    let dir = std::fs::File::open(root)
+        .with_context(|| format!("cannot open the workspace {}", root.display()))?;
+    match dir.try_lock() {
+        Ok(()) => Ok(Some(dir)),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "the workspace {} is in use by another botfleet host (on another data directory): \
+             two hosts on one workspace would run their bots' commands in the same files; \
+             stop the other host, or give each its own `host.workspace` (in [host] of fleet.toml)",
+            root.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            tracing::warn!(workspace = %root.display(), error = %e, "cannot lock the workspace: a second host started on it would not be refused");
+            Ok(None)
+        }
+    }
+}
+
 /// A running host.
 pub struct RunningHost {
     /// The fleet.
@@ -106,6 +132,9 @@ pub struct RunningHost {
     pub scheduler: botfleet_actors::scheduler::SchedulerHandle,
     stop: CancellationToken,
     server: tokio::task::JoinHandle<()>,
+    /// The lock on the workspace, held while the host runs
+    /// ([`lock_workspace`]).
+    _workspace_lock: Option<std::fs::File>,
 }
 
 impl RunningHost {
@@ -253,6 +282,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
     let r = &f.runtime;
     let workspace =
         Workspace::open(&workspace_dir)?.with_min_free_disk_mb(r.tools_min_free_disk_mb);
+    let workspace_lock = lock_workspace(workspace.root())?;
     let mut settings = FleetSettings::new(workspace.root().to_path_buf());
     settings.debounce = Duration::from_millis(r.debounce_ms);
     settings.debounce_max = Duration::from_millis(r.debounce_max_ms);
@@ -438,6 +468,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         scheduler,
         stop,
         server,
+        _workspace_lock: workspace_lock,
     })
 }
 

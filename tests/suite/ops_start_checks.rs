@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::start_refused;
 use crate::support::process::BIN;
 use crate::support::process::HostProcess;
 use crate::support::process::RunProcess;
@@ -455,4 +456,34 @@ async fn a_send_refused_for_a_full_disk_names_its_key() {
     assert_eq!(status.as_u16(), 202, "{body}");
     assert_eq!(body["status"], "accepted", "{body}");
     host.stop(&log).await;
+}
+
+/// A second host on a workspace another host (of another data directory)
+/// runs on is refused, naming the workspace and what to do; once the
+/// first stops, it starts (audit: both started, and would have run their
+/// bots' commands in the same files).
+#[tokio::test]
+async fn a_second_host_on_a_workspace_in_use_is_refused() {
+    let shared = tempfile::tempdir().unwrap();
+    let line = format!("workspace = \"{}\"", shared.path().display());
+    let first = TestFleet::new()
+        .script("s", REPLY)
+        .bot("r", "s", &["SendMessage"])
+        .host(&line);
+    let second = TestFleet::new()
+        .script("s", REPLY)
+        .bot("r", "s", &["SendMessage"])
+        .host(&line);
+    let host = first.start().await;
+    let err = start_refused(&second, "a second host on the workspace").await;
+    assert!(
+        err.contains(&format!(
+            "the workspace {} is in use by another botfleet host",
+            shared.path().display()
+        )) && err.contains("host.workspace"),
+        "{err}"
+    );
+    host.shutdown().await;
+    let host = second.start().await;
+    host.shutdown().await;
 }
