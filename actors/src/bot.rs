@@ -135,8 +135,8 @@ pub enum BotMsg {
     TurnEnded(TurnEnd),
     /// Check whether the bot has been idle long enough to passivate.
     IdleCheck,
-    /// Cancel the running turn for good; answers whether one was running.
-    Cancel(RpcReplyPort<bool>),
+    /// Cancel the running turn for good; answers what the cancel did.
+    Cancel(RpcReplyPort<CancelAnswer>),
     /// Report what the bot is doing (the same status it publishes on the
     /// router's live board after each message).
     Status(RpcReplyPort<BotStatus>),
@@ -171,9 +171,24 @@ struct Running {
     /// What the run was started for: what runs again when the store
     /// refuses its writes.
     plan: RunPlan,
-    /// The cancel that stopped the run, answered `true` once the run has
-    /// ended (`BotMsg::Cancel`).
-    cancelled_by: Option<RpcReplyPort<bool>>,
+    /// The cancel that stopped the run, answered once the run has ended
+    /// (`BotMsg::Cancel`, `BotState::answer_cancel`).
+    cancelled_by: Option<RpcReplyPort<CancelAnswer>>,
+}
+
+/// What a cancel did (`BotMsg::Cancel`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelAnswer {
+    /// This request stopped the turn, and its end is recorded: a restart
+    /// does not resume it.
+    Cancelled,
+    /// Nothing was running, or it was being cancelled already.
+    Nothing,
+    /// The turn stopped, but the store refused to record its end (the
+    /// store's error): it does not run on while the host runs, and is
+    /// recorded as failed once the store takes writes again; a restart
+    /// before that resumes it.
+    NotRecorded(String),
 }
 
 /// What a run was started for.
@@ -240,6 +255,10 @@ pub struct BotState {
     store_wait: Option<store_wait::StoreWait>,
     /// Generation of the last store-wait timer.
     store_timers: u64,
+    /// A cancel of this turn whose answer waits for the run that records
+    /// its end (the cancel stopped a run that could not record it: a
+    /// waiting turn's, or one that crashed as it stopped).
+    cancel_answer: Option<(TurnId, RpcReplyPort<CancelAnswer>)>,
     /// A refresh skipped inputs the running turn held: the store's pending
     /// inputs are read again when it ends (`BotState::on_turn_end`).
     recheck_after_run: bool,
@@ -294,6 +313,7 @@ impl Actor for BotActor {
             crashes: HashMap::new(),
             store_wait: None,
             store_timers: 0,
+            cancel_answer: None,
             recheck_after_run: false,
             compact_due: Vec::new(),
             paused_until: None,
@@ -405,19 +425,22 @@ impl BotActor {
                 // (`on_turn_end`): answered at once, a host killed before
                 // that commit resumed the turn at its next start, and the
                 // work the person was told was cancelled ran on.
-                let cancelled = match &mut state.running {
-                    Some(r) if r.hard.is_cancelled() => false,
+                match &mut state.running {
+                    Some(r) if r.hard.is_cancelled() => {
+                        let _ = reply.send(CancelAnswer::Nothing);
+                    }
                     // a background compaction runs on; the queue's turn
                     // starts when it ends
-                    Some(r) if r.plan == RunPlan::Compact => false,
+                    Some(r) if r.plan == RunPlan::Compact => {
+                        let _ = reply.send(CancelAnswer::Nothing);
+                    }
                     Some(r) => {
                         r.hard.cancel();
                         r.cancelled_by = Some(reply);
-                        return Ok(());
                     }
-                    None => state.cancel_waiting(&myself),
-                };
-                let _ = reply.send(cancelled);
+                    // a waiting turn's failure runs now; its end answers
+                    None => state.cancel_waiting(&myself, reply),
+                }
             }
             BotMsg::Status(reply) => {
                 let _ = reply.send(state.status());

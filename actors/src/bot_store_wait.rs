@@ -192,13 +192,22 @@ impl BotState {
 
     /// A cancel while the bot waits for its store: the waiting turn fails
     /// for good now (it runs at once to record that, and again after each
-    /// wait until the store takes it). Returns whether this cancel failed a
-    /// waiting turn (not when it was already being failed).
-    pub(super) fn cancel_waiting(&mut self, myself: &ActorRef<BotMsg>) -> bool {
+    /// wait until the store takes it). The run that records it answers
+    /// `reply` ([`BotState::answer_cancel`]): `Cancelled` once the failure
+    /// is committed, `NotRecorded` when the store still refuses it (audit:
+    /// it was answered `true` at once, the failure was never written, and
+    /// the next start resumed the cancelled turn). `Nothing` when no turn
+    /// waits, or its failure runs already.
+    pub(super) fn cancel_waiting(
+        &mut self,
+        myself: &ActorRef<BotMsg>,
+        reply: RpcReplyPort<CancelAnswer>,
+    ) {
         let Some(wait) = &mut self.store_wait else {
-            return false;
+            let _ = reply.send(CancelAnswer::Nothing);
+            return;
         };
-        let cancelled = match self.pending.pop_front() {
+        match self.pending.pop_front() {
             Some(Pending::Resume {
                 turn,
                 session,
@@ -211,20 +220,23 @@ impl BotState {
                     inputs,
                     error: cancelled_error(&wait.error),
                 });
-                true
+                self.cancel_answer = Some((turn, reply));
             }
             // already being failed: the cancel changes nothing
             Some(fail @ Pending::Fail { .. }) => {
                 self.pending.push_front(fail);
-                false
+                let _ = reply.send(CancelAnswer::Nothing);
+                return;
             }
-            None => return false,
-        };
+            None => {
+                let _ = reply.send(CancelAnswer::Nothing);
+                return;
+            }
+        }
         wait.due = true;
         // a probe under way is over: the failure is written now
         self.store_timers += 1;
         self.schedule(myself);
-        cancelled
     }
 }
 

@@ -326,11 +326,17 @@ impl BotState {
         let Some(mut run) = self.running.take_if(|r| r.turn == turn) else {
             return;
         };
-        // the run has stopped: what it committed is all it does, so a
-        // restart does not resume what was cancelled
-        if let Some(reply) = run.cancelled_by.take() {
-            let _ = reply.send(true);
-        }
+        // the cancel that stopped this run, or one whose answer waited for
+        // this run of its turn (the one that records its failure): answered
+        // by whether the run's end was committed, so that `cancelled` is
+        // said only of a turn a restart does not resume (audit: answered
+        // `true` as the run stopped, a cancel the store refused to record
+        // let the next start resume the turn and do the cancelled work)
+        let mut cancel = run.cancelled_by.take().or_else(|| {
+            self.cancel_answer
+                .take_if(|(waiting, _)| *waiting == turn)
+                .map(|(_, reply)| reply)
+        });
         if std::mem::take(&mut self.recheck_after_run) {
             // a retry's wake-up came before this end: the inputs it
             // requeued were skipped as the run's own (a run that keeps
@@ -395,6 +401,7 @@ impl BotState {
                 if report.status.is_some() {
                     // the store took the run's writes
                     self.store_wait = None;
+                    answer_cancel(cancel.take(), CancelAnswer::Cancelled);
                 }
                 match report.status {
                     Some(TurnStatus::Interrupted) => {
@@ -427,6 +434,7 @@ impl BotState {
                         let error = report
                             .error
                             .unwrap_or_else(|| "the store refused the turn's writes".into());
+                        answer_cancel(cancel.take(), CancelAnswer::NotRecorded(error.clone()));
                         self.wait_for_store(myself, run, error);
                         self.schedule(myself);
                         return;
@@ -457,7 +465,12 @@ impl BotState {
             let count = self.crashes.entry(turn).or_insert(0);
             *count += 1;
             let max = self.rt.settings.max_turn_attempts;
-            if run.hard.is_cancelled() {
+            if cancel.is_some() && !run.hard.is_cancelled() && *count > max {
+                // the run that was to record a cancelled turn's failure
+                // crashed at the limit: given up below, not recorded
+                answer_cancel(cancel.take(), CancelAnswer::NotRecorded(error.clone()));
+            }
+            if run.hard.is_cancelled() || cancel.is_some() {
                 // the person was told it was cancelled (above): it does
                 // not resume, with fresh tokens, to call its model and
                 // tools again (audit, 2026-12-07); as a cancel the store
@@ -471,6 +484,10 @@ impl BotState {
                     inputs,
                     error: format!("cancelled (and as it stopped: {error})"),
                 });
+                // the failure's run answers the cancel
+                if let Some(reply) = cancel.take() {
+                    self.cancel_answer = Some((turn, reply));
+                }
             } else if *count < max {
                 let last_input = inputs.iter().map(|q| q.item.gid).max().unwrap_or(i64::MAX);
                 self.pending.push_front(Pending::Resume {
@@ -494,7 +511,16 @@ impl BotState {
                 tracing::error!(bot = %self.record.id, turn = %turn, %error, "giving up on turn until the bot restarts");
             }
         }
+        // any other end (an interrupted run: the cancel came as it ended)
+        answer_cancel(cancel, CancelAnswer::Cancelled);
         self.schedule(myself);
+    }
+}
+
+/// Answers the cancel `reply`, if there is one, with `answer`.
+fn answer_cancel(reply: Option<RpcReplyPort<CancelAnswer>>, answer: CancelAnswer) {
+    if let Some(reply) = reply {
+        let _ = reply.send(answer);
     }
 }
 

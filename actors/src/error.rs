@@ -46,6 +46,17 @@ pub enum ActorError {
     /// [`ActorError::Conflict`].
     #[error("{0}")]
     Busy(String),
+    /// A cancel stopped the turn, but the store refused to record its end
+    /// (the store's error): it does not run on while the host runs, and is
+    /// recorded as failed once the store takes writes; a restart before
+    /// that resumes it.
+    #[error(
+        "the turn stopped, but the store refused to record its cancel ({0}): it does not run on \
+         while the host runs, and is recorded as failed once the store takes writes again; a \
+         restart before then resumes it, so free the store's disk first (docs/operations.md, \
+         \"When the disk fills\"), and cancel it again if it ran on"
+    )]
+    CancelNotRecorded(String),
 }
 
 impl ActorError {
@@ -59,6 +70,8 @@ impl ActorError {
             ActorError::Spawn { .. } => true,
             ActorError::UnknownBot(_) => false,
             ActorError::Invalid(_) | ActorError::Conflict(_) | ActorError::Busy(_) => false,
+            // the store may take writes later; the message says what to do
+            ActorError::CancelNotRecorded(_) => true,
         }
     }
 }

@@ -23,6 +23,7 @@ use ractor::ActorRef;
 use ractor::SupervisionEvent;
 
 use crate::bot::BotStatus;
+use crate::bot::CancelAnswer;
 use crate::engine::unanswered::Removal;
 use crate::error::ActorError;
 use crate::error::Result;
@@ -429,7 +430,11 @@ impl FleetHandle {
             .await
             .map_err(|_| ActorError::ActorGone("router"))?;
         match answer {
-            ractor::rpc::CallResult::Success(cancelled) => Ok(cancelled),
+            ractor::rpc::CallResult::Success(CancelAnswer::Cancelled) => Ok(true),
+            ractor::rpc::CallResult::Success(CancelAnswer::Nothing) => Ok(false),
+            ractor::rpc::CallResult::Success(CancelAnswer::NotRecorded(error)) => {
+                Err(ActorError::CancelNotRecorded(error))
+            }
             ractor::rpc::CallResult::SenderError => Ok(false),
             ractor::rpc::CallResult::Timeout => Err(ActorError::Timeout("bot")),
         }

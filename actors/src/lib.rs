@@ -34,6 +34,7 @@ mod vault;
 pub use bot::BotActor;
 pub use bot::BotMsg;
 pub use bot::BotStatus;
+pub use bot::CancelAnswer;
 pub use bot::RunningTurn;
 pub use bot_queue::QueuedInput;
 pub use engine::budget_paused_until;

@@ -29,6 +29,7 @@ use tokio::time::Instant;
 use crate::bot::BotActor;
 use crate::bot::BotArgs;
 use crate::bot::BotMsg;
+use crate::bot::CancelAnswer;
 use crate::bot_queue::QueuedInput;
 use crate::runtime::Runtime;
 
@@ -64,13 +65,13 @@ pub enum RouterMsg {
         /// Inputs it had received when it went idle.
         seen: u64,
     },
-    /// Cancel a bot's running turn; answers whether one was running. The
-    /// bot answers `reply` itself: the router only hands it on.
+    /// Cancel a bot's running turn; answers what the cancel did. The bot
+    /// answers `reply` itself: the router only hands it on.
     Cancel {
         /// The bot.
         bot: BotId,
         /// Answer.
-        reply: RpcReplyPort<bool>,
+        reply: RpcReplyPort<CancelAnswer>,
     },
     /// A cancel for a bot that was not active and has unfinished turns in
     /// the store (the router sends it to itself once a task read them):
@@ -79,7 +80,7 @@ pub enum RouterMsg {
         /// The bot.
         bot: BotId,
         /// Answer.
-        reply: RpcReplyPort<bool>,
+        reply: RpcReplyPort<CancelAnswer>,
     },
     /// A bot's record changed in the store.
     Reload(BotId),
@@ -191,7 +192,7 @@ impl Actor for RouterActor {
                 if state.activate(&myself, &bot).await.is_some() {
                     state.hand_cancel(&bot, reply);
                 } else {
-                    let _ = reply.send(false);
+                    let _ = reply.send(CancelAnswer::Nothing);
                 }
             }
             RouterMsg::Reload(bot) => {
@@ -268,16 +269,16 @@ impl RouterState {
     /// Hands a cancel to `bot`'s active actor, which answers `reply`
     /// itself (the router does not wait for it). An actor that is gone
     /// cancels nothing.
-    fn hand_cancel(&mut self, bot: &BotId, reply: RpcReplyPort<bool>) {
+    fn hand_cancel(&mut self, bot: &BotId, reply: RpcReplyPort<CancelAnswer>) {
         let Some(slot) = self.bots.get(bot) else {
-            let _ = reply.send(false);
+            let _ = reply.send(CancelAnswer::Nothing);
             return;
         };
         match slot.actor.cast(BotMsg::Cancel(reply)) {
             Ok(()) => {}
             Err(ractor::MessagingErr::SendErr(BotMsg::Cancel(reply))) => {
                 self.forget(bot);
-                let _ = reply.send(false);
+                let _ = reply.send(CancelAnswer::Nothing);
             }
             // the port went with the message: dropped, it ends the
             // caller's wait with nothing cancelled (`FleetHandle::cancel`)
@@ -296,25 +297,30 @@ impl RouterState {
     /// unfinished turn, [`RouterMsg::CancelOpen`] starts it: the bot
     /// resumes the turn as it starts, before it reads the cancel, which
     /// stops it.
-    fn cancel_asleep(&self, myself: &ActorRef<RouterMsg>, bot: BotId, reply: RpcReplyPort<bool>) {
+    fn cancel_asleep(
+        &self,
+        myself: &ActorRef<RouterMsg>,
+        bot: BotId,
+        reply: RpcReplyPort<CancelAnswer>,
+    ) {
         let rt = self.rt.clone();
         let router = myself.clone();
         tokio::spawn(async move {
             match rt.store.open_turns(&bot).await {
                 Ok(open) if open.is_empty() => {
-                    let _ = reply.send(false);
+                    let _ = reply.send(CancelAnswer::Nothing);
                 }
                 Ok(_) => {
                     if let Err(ractor::MessagingErr::SendErr(RouterMsg::CancelOpen {
                         reply, ..
                     })) = router.cast(RouterMsg::CancelOpen { bot, reply })
                     {
-                        let _ = reply.send(false);
+                        let _ = reply.send(CancelAnswer::Nothing);
                     }
                 }
                 Err(error) => {
                     tracing::error!(%bot, %error, "could not read the bot's unfinished turns for a cancel");
-                    let _ = reply.send(false);
+                    let _ = reply.send(CancelAnswer::Nothing);
                 }
             }
         });

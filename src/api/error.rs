@@ -441,6 +441,8 @@ impl From<ActorError> for ApiError {
             ActorError::Conflict(m) => ApiError::Conflict(m),
             ActorError::Busy(m) => ApiError::Busy(m),
             ActorError::Store(s) => s.into(),
+            // its own words say what to do (no "retry shortly")
+            e @ ActorError::CancelNotRecorded(_) => ApiError::Unavailable(e.to_string()),
             other if other.is_retryable() => {
                 ApiError::Unavailable(format!("{other}; retry shortly"))
             }
