@@ -189,6 +189,9 @@ prompts! {
     written_call_reminder => "written_call_reminder.md",
     /// Result of a call cut off by a crash.
     outcome_unknown => "outcome_unknown.md",
+    /// Result of a call whose result the store refused to record (the
+    /// turn resumed after the store's wait, with no restart).
+    outcome_unknown_store => "outcome_unknown_store.md",
     /// Result of a call that was skipped.
     call_not_run => "call_not_run.md",
     /// Result shown for a call with no recorded result.

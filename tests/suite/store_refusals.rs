@@ -307,6 +307,19 @@ async fn messages_accepted_while_the_store_is_locked_are_answered_in_order() {
     // the store takes writes again; the host is not restarted
     drop(lock);
     check_answered_in_order(&url, &session, &seqs).await;
+    // the Shell call whose result the store refused is told to the model
+    // as that, not as a restart (audit: "the host restarted while `Shell`
+    // was running", with no restart)
+    let entries = entries(&url, &session).await;
+    let results: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+        .filter_map(|e| e["content"].as_str())
+        .collect();
+    assert!(
+        matches!(&results[..], [r] if r.starts_with("outcome unknown: `Shell` ran, but the store refused to record its result")),
+        "{results:#?}"
+    );
     host.shutdown().await;
 }
 

@@ -239,12 +239,17 @@ impl Runner {
             .await
     }
 
-    /// What the model is told of a call that started before a crash and
-    /// whose outcome was not recorded.
+    /// What the model is told of a call that started before a crash, or
+    /// before the store refused the run's writes (a run after the store's
+    /// wait, `replaces_start`: no restart happened), and whose outcome was
+    /// not recorded.
     pub(super) fn outcome_unknown_text(&self, call: &ToolCall) -> String {
-        prompts()
-            .outcome_unknown
-            .render(&[("tool", &call.name)])
-            .unwrap_or_default()
+        let p = prompts();
+        let template = if self.replaces_start {
+            &p.outcome_unknown_store
+        } else {
+            &p.outcome_unknown
+        };
+        template.render(&[("tool", &call.name)]).unwrap_or_default()
     }
 }
