@@ -254,10 +254,7 @@ pub(crate) async fn pause_before_request(
         let mut family =
             FamilyUse::read(&rt.store, bot, &root, pending.saturating_add(running)).await?;
         family.members.extend(running_bots);
-        let held = family
-            .members
-            .iter()
-            .fold(0u64, |sum, m| sum.saturating_add(reserved.of(m)));
+        let held = reserved.of_all(&family.members);
         if !may_wait || !waits_for_extractions(budget, family.used, held) {
             return Ok(family.pause(budget, payer));
         }
