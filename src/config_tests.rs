@@ -107,6 +107,34 @@ fn bad_values_name_file_key_and_expectation() {
     assert!(e.contains("anthropic") && e.contains("openai"), "{e}");
 }
 
+/// A daily token budget is a whole number, 1 or more, refused in those
+/// words whatever is wrong with it (audit: `-5` was told "0 or more", `0`
+/// then "at least 1", and a number past TOML's integers named "i128").
+#[test]
+fn a_daily_token_budget_is_one_or_more_in_every_refusal() {
+    let with = |value: &str| {
+        ISSUE_EXAMPLE.replace(
+            "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]",
+            &format!(
+                "tools = [\"SendMessage\", \"Read\", \"Write\", \"Shell\"]\ndaily_token_budget = {value}"
+            ),
+        )
+    };
+    for value in ["0", "-5", "\"1000\"", "1000.0", "99999999999999999999"] {
+        let e = err(&with(value));
+        assert!(
+            e.contains("bots[0].daily_token_budget")
+                && e.contains(
+                    "expected a whole number of tokens, 1 or more (leave the key out for no budget)"
+                )
+                && !e.contains("i128"),
+            "{value}: {e}"
+        );
+    }
+    let f = LoadedFleet::parse(&with("1000"), "fleet.toml", None).unwrap();
+    assert_eq!(f.file.bots[0].daily_token_budget, Some(1000));
+}
+
 #[test]
 fn bots_join_projects_by_valid_names() {
     let with = |line: &str| ISSUE_EXAMPLE.replace("tools = [", &format!("{line}\ntools = ["));

@@ -25,8 +25,11 @@ const NUMBERS: [(&str, &str); 10] = [
 /// anything else as it is.
 pub(crate) fn in_words(message: &str) -> String {
     const LEAD: &str = "expected ";
+    // a number past every integer TOML has is named by the type the
+    // parser read it as (audit: "integer `99999999999999999999` as i128")
+    let message = message.replace("` as i128, expected ", "` (too large), expected ");
     let mut out = String::with_capacity(message.len());
-    let mut rest = message;
+    let mut rest = message.as_str();
     while let Some(at) = rest.find(LEAD) {
         let after = at + LEAD.len();
         out.push_str(&rest[..after]);
@@ -46,6 +49,14 @@ pub(crate) fn in_words(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::in_words;
+
+    #[test]
+    fn a_number_too_large_for_toml_is_said_to_be_too_large() {
+        assert_eq!(
+            in_words("invalid type: integer `99999999999999999999` as i128, expected u64"),
+            "invalid type: integer `99999999999999999999` (too large), expected a whole number, 0 or more"
+        );
+    }
 
     #[test]
     fn number_types_are_named_by_the_values_they_take() {
