@@ -21,7 +21,9 @@
 //!   file is next opened.
 //! - A file whose last line is not an entry is moved to
 //!   `<session>.jsonl.damaged-<UTC time>` and written again from the store
-//!   ([`JsonlMirror::with_store`]), with a `WARN` line.
+//!   ([`JsonlMirror::with_store`]), with a `WARN` line; so is one whose
+//!   lines end before entries the store has ahead of the next one to
+//!   write (cut short at a line's end while the host was stopped).
 //! - A resume marker that does not parse is damage too: the mirror starts
 //!   from gid 0 (every file keeps what it has and gets what it lacks).
 //! - A session file deleted (while the host runs, or while it is stopped)
@@ -209,7 +211,7 @@ impl JsonlMirror {
             self.check_root_in_place()?;
             self.make_room()?;
             let path = self.path_of(bot, session);
-            let file = self.open_session(&path, session, entry.gid, entry.seq > 1)?;
+            let file = self.open_session(&path, session, entry.gid, entry.seq)?;
             self.files.insert(session, file);
         }
         self.clock += 1;
@@ -405,20 +407,35 @@ impl JsonlMirror {
     }
 
     /// Opens a session's file; a damaged one is moved aside and written
-    /// again from the store up to (not including) `before_gid`, and so is a
-    /// missing one whose session has entries before it (`not_first`: the
-    /// entry to append is not the session's first).
+    /// again from the store up to (not including) `before_gid`, the gid of
+    /// the entry to append (`next_seq` in its session), and so is a
+    /// missing one whose session has entries before it, and one whose
+    /// lines stop short of that entry's (cut short while the host was
+    /// stopped: its last complete line was taken for where it stands, and
+    /// the lines after it were never written again, a gap for good; audit).
     fn open_session(
         &mut self,
         path: &Path,
         session: SessionId,
         before_gid: i64,
-        not_first: bool,
+        next_seq: i64,
     ) -> Result<MirrorFile, IndexError> {
-        if not_first && !path.exists() {
+        if next_seq > 1 && !path.exists() {
             self.restore_missing(path, session, before_gid, "was missing")?;
         }
         let mut file = match open_file(path)? {
+            Opened::File(file)
+                if file.last_gid < before_gid
+                    && file.last_seq.saturating_add(1) < next_seq
+                    && self.lines_missing(session, file.last_seq, before_gid)? =>
+            {
+                let cause = format!(
+                    "its lines end at seq {}, before the next entry's {next_seq}: the lines between are missing (the file was cut short)",
+                    file.last_seq
+                );
+                drop(file);
+                self.rebuild(path, session, before_gid, &cause)?
+            }
             Opened::File(file) => file,
             Opened::Damaged(cause) => self.rebuild(path, session, before_gid, &cause)?,
         };
@@ -427,6 +444,24 @@ impl JsonlMirror {
             file.synced_len = file.synced_len.min(synced_len);
         }
         Ok(file)
+    }
+
+    /// Whether the store has entries of `session` after `last_seq` and
+    /// before `before_gid`: lines a file that ends at `last_seq` lacks.
+    /// (Seqs follow on without gaps as the store writes them; the store is
+    /// asked rather than trusted to, so a gap it holds is never taken for
+    /// missing lines.) Without a store, none are known.
+    fn lines_missing(
+        &self,
+        session: SessionId,
+        last_seq: i64,
+        before_gid: i64,
+    ) -> Result<bool, IndexError> {
+        let Some(store) = &self.store else {
+            return Ok(false);
+        };
+        let next = store.entries_after_now(session, last_seq, 1)?;
+        Ok(next.first().is_some_and(|e| e.gid < before_gid))
     }
 
     /// Writes a damaged file's session again from the store (its entries

@@ -242,3 +242,71 @@ async fn a_torn_last_line_is_written_again_from_the_store() -> TestResult {
     store.close().await;
     Ok(())
 }
+
+/// Regression (audit): a file cut short at a line's end while the host was
+/// stopped (its last complete line taken for where it stands) was written
+/// on after it, and the lines cut were never written again: a gap for
+/// good. The lines it lacks are written again from the store.
+#[tokio::test]
+async fn a_file_cut_short_at_a_line_is_completed_from_the_store() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(crate::store::StoreOptions::new(dir.path().join("fleet.db")))?;
+    let id = crate::index::test_support::seed(
+        &store,
+        "r",
+        "alice",
+        &["one", "two", "three", "four", "five"],
+    )
+    .await?;
+    let stored = store.entries_after_gid(0, 100).await?;
+    let root = dir.path().join("transcripts");
+    let mut mirror = JsonlMirror::open(&root)?.with_store(store.clone());
+    for entry in &stored[..4] {
+        mirror.append(entry, &bot("r"))?;
+    }
+    mirror.flush()?;
+    let path = mirror.path_of(&bot("r"), id);
+    drop(mirror);
+    // cut after the second line
+    let kept: String = std::fs::read_to_string(&path)?
+        .lines()
+        .take(2)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, kept)?;
+
+    let mut mirror = JsonlMirror::open(&root)?.with_store(store.clone());
+    assert!(mirror.append(&stored[4], &bot("r"))?);
+    mirror.flush()?;
+    assert_eq!(lines(&path), stored);
+    store.close().await;
+    Ok(())
+}
+
+/// A session whose file follows on is not read again from the store when
+/// the next entry comes: nothing is missing, nothing is moved aside.
+#[tokio::test]
+async fn a_file_that_follows_on_is_appended_to() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(crate::store::StoreOptions::new(dir.path().join("fleet.db")))?;
+    let id =
+        crate::index::test_support::seed(&store, "r", "alice", &["one", "two", "three"]).await?;
+    let stored = store.entries_after_gid(0, 100).await?;
+    let root = dir.path().join("transcripts");
+    let mut mirror = JsonlMirror::open(&root)?.with_store(store.clone());
+    mirror.append(&stored[0], &bot("r"))?;
+    mirror.append(&stored[1], &bot("r"))?;
+    mirror.flush()?;
+    let path = mirror.path_of(&bot("r"), id);
+    drop(mirror);
+    let mut mirror = JsonlMirror::open(&root)?.with_store(store.clone());
+    assert!(mirror.append(&stored[2], &bot("r"))?);
+    mirror.flush()?;
+    assert_eq!(lines(&path), stored);
+    let names: Vec<String> = std::fs::read_dir(root.join("r"))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    assert!(!names.iter().any(|n| n.contains(".damaged-")), "{names:?}");
+    store.close().await;
+    Ok(())
+}

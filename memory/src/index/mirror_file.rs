@@ -45,6 +45,9 @@ pub(super) struct MirrorFile {
     pub(super) synced_len: u64,
     /// Gid of the last line, buffered or written.
     pub(super) last_gid: i64,
+    /// Seq of the last line, buffered or written (0: none): the next
+    /// entry of the session follows it without a gap.
+    pub(super) last_seq: i64,
     /// When the file was last used, to close the least recently used one.
     pub(super) used: u64,
 }
@@ -87,6 +90,7 @@ impl MirrorFile {
 #[derive(Deserialize)]
 struct GidOnly {
     gid: i64,
+    seq: i64,
 }
 
 /// What opening a session file found.
@@ -108,6 +112,7 @@ pub(super) fn push_line(file: &mut MirrorFile, entry: &Entry) -> Result<(), Inde
     line.push(b'\n');
     file.buf.extend_from_slice(&line);
     file.last_gid = entry.gid;
+    file.last_seq = entry.seq;
     Ok(())
 }
 
@@ -176,8 +181,8 @@ pub(super) fn open_file(path: &Path) -> Result<Opened, IndexError> {
         file.set_len(keep).map_err(io)?;
         len = keep;
     }
-    let last_gid = if len == 0 {
-        0
+    let (last_gid, last_seq) = if len == 0 {
+        (0, 0)
     } else {
         let start = rfind_newline(&mut file, len - 1)
             .map_err(io)?
@@ -186,7 +191,7 @@ pub(super) fn open_file(path: &Path) -> Result<Opened, IndexError> {
         file.seek(SeekFrom::Start(start)).map_err(io)?;
         file.read_exact(&mut line).map_err(io)?;
         match serde_json::from_slice::<GidOnly>(&line) {
-            Ok(last) => last.gid,
+            Ok(last) => (last.gid, last.seq),
             Err(e) => {
                 return Ok(Opened::Damaged(format!(
                     "its last line is not an entry: {e}"
@@ -201,6 +206,7 @@ pub(super) fn open_file(path: &Path) -> Result<Opened, IndexError> {
         len,
         synced_len: len,
         last_gid,
+        last_seq,
         used: 0,
     }))
 }
