@@ -434,6 +434,12 @@ impl BotActor {
                     Some(r) if r.plan == RunPlan::Compact => {
                         let _ = reply.send(CancelAnswer::Nothing);
                     }
+                    // the turn is being failed for good already (a cancel
+                    // of it waits for this run: review, its answer was
+                    // stranded by a second cancel's)
+                    Some(r) if matches!(r.plan, RunPlan::Fail(_)) => {
+                        let _ = reply.send(CancelAnswer::Nothing);
+                    }
                     Some(r) => {
                         r.hard.cancel();
                         r.cancelled_by = Some(reply);

@@ -237,6 +237,16 @@ impl BotState {
         // a probe under way is over: the failure is written now
         self.store_timers += 1;
         self.schedule(myself);
+        // no run started (the host stops, the bot was removed): none will
+        // record the failure while this host runs (review: the answer
+        // waited out the caller's 10 s)
+        if self.running.is_none()
+            && let Some((_, reply)) = self.cancel_answer.take()
+        {
+            let _ = reply.send(CancelAnswer::NotRecorded(
+                "the host is stopping, or the bot was removed, before the turn's failure could be written".into(),
+            ));
+        }
     }
 }
 

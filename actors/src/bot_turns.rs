@@ -401,7 +401,17 @@ impl BotState {
                 if report.status.is_some() {
                     // the store took the run's writes
                     self.store_wait = None;
-                    answer_cancel(cancel.take(), CancelAnswer::Cancelled);
+                }
+                // the run that stopped for the cancel (or recorded its
+                // failure) ended so; any other end (a reply before the
+                // cancel took, an interrupt whose inputs run again) is not
+                // the cancel's doing (review: `true` for those too)
+                match report.status {
+                    Some(TurnStatus::Cancelled | TurnStatus::Failed) => {
+                        answer_cancel(cancel.take(), CancelAnswer::Cancelled);
+                    }
+                    Some(_) => answer_cancel(cancel.take(), CancelAnswer::Nothing),
+                    None => {}
                 }
                 match report.status {
                     Some(TurnStatus::Interrupted) => {

@@ -600,3 +600,33 @@ async fn a_cancel_of_a_running_turn_the_store_cannot_end_is_not_said_done() {
     .await;
     host.shutdown().await;
 }
+
+/// A second cancel while the first one's failure is being written answers
+/// `false` (being cancelled already), and the first is answered once the
+/// failure is written (review: the second took over the run's answer, and
+/// the first waited out its 10 s).
+#[tokio::test]
+async fn a_second_cancel_while_the_failure_is_written_answers_false() {
+    let (host, lock, _session, _seqs) = waiting_on_a_locked_store().await;
+    let url = host.url.clone();
+    let first = tokio::spawn({
+        let url = url.clone();
+        async move { post(&url, "/v1/bots/a1/cancel", json!({}), None).await }
+    });
+    // the failure's run has started: it waits for the lock (up to 5 s)
+    poll(40, async || {
+        let bot = bot_a1(&url).await;
+        (!bot["running_turn"].is_null())
+            .then_some(Value::Null)
+            .ok_or_else(|| format!("the failure's run never started: {bot:#}"))
+    })
+    .await;
+    let (status, second) = post(&url, "/v1/bots/a1/cancel", json!({}), None).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["cancelled"], false, "{second}");
+    drop(lock);
+    let (status, cancelled) = first.await.unwrap();
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["cancelled"], true, "{cancelled}");
+    host.shutdown().await;
+}
