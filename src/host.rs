@@ -102,11 +102,22 @@ impl HostOptions {
 /// run their bots' commands in the same files (audit: two such hosts both
 /// started). A file system that takes no such lock is told in the log,
 /// and the start goes on.
-fn lock_workspace(root: &std::path::Path) -> anyhow::Result<Option<std::fs::File>> {
+fn lock_workspace(
+    root: &std::path::Path,
+    db: &std::path::Path,
+) -> anyhow::Result<Option<std::fs::File>> {
     let dir = std::fs::File::open(root)
         .with_context(|| format!("cannot open the workspace {}", root.display()))?;
     match dir.try_lock() {
         Ok(()) => Ok(Some(dir)),
+        // a second host on the same data directory (and so, by default,
+        // the same workspace) is told of the store, as before the lock
+        Err(std::fs::TryLockError::WouldBlock)
+            if let Some(e) = botfleet_memory::peek_store_in_use(db) =>
+        {
+            let data_dir = db.parent().unwrap_or(std::path::Path::new("."));
+            anyhow::bail!(store_open_error(data_dir, &e))
+        }
         Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
             "the workspace {} is in use by another botfleet host (on another data directory): \
              two hosts on one workspace would run their bots' commands in the same files; \
@@ -250,8 +261,18 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     }
 
-    // store, workspace, runtime
+    // workspace, store, runtime
     let (_, workspace_dir) = notes::data_and_workspace(&f.host);
+    let r = &f.runtime;
+    // the error names the directory and what to do: one the host may not
+    // write stops the start (its bots' file tools and Shell failed at
+    // every call)
+    let workspace =
+        Workspace::open(&workspace_dir)?.with_min_free_disk_mb(r.tools_min_free_disk_mb);
+    // before the store's open, which uses up what it finds once (a
+    // restore, a new database: review, a start refused after it kept an
+    // index of another history for good)
+    let workspace_lock = lock_workspace(workspace.root(), &data_dir.join(notes::STORE_FILE))?;
     let store = Store::open(StoreOptions {
         synchronous: f.host.synchronous,
         // remembered only while it holds files: a move to an empty one is
@@ -276,13 +297,6 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
         }
         banner.push(note);
     }
-    // the error names the directory and what to do: one the host may not
-    // write stops the start (its bots' file tools and Shell failed at
-    // every call)
-    let r = &f.runtime;
-    let workspace =
-        Workspace::open(&workspace_dir)?.with_min_free_disk_mb(r.tools_min_free_disk_mb);
-    let workspace_lock = lock_workspace(workspace.root())?;
     let mut settings = FleetSettings::new(workspace.root().to_path_buf());
     settings.debounce = Duration::from_millis(r.debounce_ms);
     settings.debounce_max = Duration::from_millis(r.debounce_max_ms);

@@ -162,6 +162,7 @@ pub use store::WriteLimit;
 pub use store::WriterStats;
 pub use store::peek as peek_store;
 pub use store::peek_bots as peek_store_bots;
+pub use store::peek_in_use as peek_store_in_use;
 pub use store::peek_open_rooms as peek_store_open_rooms;
 pub use store::peek_rooms_holding as peek_store_rooms_holding;
 pub use tokens::Encoding;

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::restart;
 use crate::support::fleet::start_refused;
 use crate::support::process::BIN;
 use crate::support::process::HostProcess;
@@ -474,6 +475,18 @@ async fn a_second_host_on_a_workspace_in_use_is_refused() {
         .script("s", REPLY)
         .bot("r", "s", &["SendMessage"])
         .host(&line);
+    // the second ran before (its store has history), and was restored
+    // since: the refused start must leave that for the next one to find
+    // (review: the store's open, before the lock, used up the restore)
+    let second = second.start().await.shutdown().await;
+    let sidecar = second.path().join("data/fleet.db.generation");
+    let raised = std::fs::read_to_string(&sidecar)
+        .unwrap()
+        .trim()
+        .parse::<i64>()
+        .unwrap()
+        + 1;
+    std::fs::write(&sidecar, raised.to_string()).unwrap();
     let host = first.start().await;
     let err = start_refused(&second, "a second host on the workspace").await;
     assert!(
@@ -483,7 +496,12 @@ async fn a_second_host_on_a_workspace_in_use_is_refused() {
         )) && err.contains("host.workspace"),
         "{err}"
     );
+    assert_eq!(
+        std::fs::read_to_string(&sidecar).unwrap().trim(),
+        raised.to_string(),
+        "the refused start did not open the store"
+    );
     host.shutdown().await;
-    let host = second.start().await;
+    let host = restart(second).await;
     host.shutdown().await;
 }

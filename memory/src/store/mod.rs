@@ -55,6 +55,7 @@ pub use mutation::WriteLimit;
 pub use peek::StoreHistory;
 pub use peek::peek;
 pub use peek::peek_bots;
+pub use peek::peek_in_use;
 pub use peek::peek_open_rooms;
 pub use peek::peek_rooms_holding;
 pub use routines::RoutineRun;

@@ -54,6 +54,27 @@ pub fn peek(db: &Path) -> Result<StoreHistory> {
     })
 }
 
+/// The error an open of the store at `db` would meet because another
+/// process holds it ([`crate::StoreError::InUse`]), `None` when none does:
+/// its lock taken and let go at once, nothing else read or changed (a
+/// start that must refuse for another reason says this one first when it
+/// applies).
+pub fn peek_in_use(db: &Path) -> Option<crate::StoreError> {
+    let mut lock = match super::lock::StoreLock::acquire(db) {
+        Ok(lock) => lock,
+        Err(e @ crate::StoreError::InUse { .. }) => return Some(e),
+        Err(_) => return None,
+    };
+    // the lock on the database itself, which a host holds too (its lock
+    // file may have been deleted); one that is not there is nobody's
+    if db.exists()
+        && let Err(e @ crate::StoreError::InUse { .. }) = lock.lock_database(db)
+    {
+        return Some(e);
+    }
+    None
+}
+
 /// The bots the store at `db` holds, read as [`peek`] reads it (no lock,
 /// nothing created or migrated): none when there is no store yet.
 /// `botfleet check-config` checks the fleet file's bots against those
