@@ -85,13 +85,13 @@ use crate::safety::review_rules;
 #[path = "gate_review.rs"]
 mod review;
 
+use review::action_unchanged;
 use review::build_action;
 use review::denied;
 use review::in_notes_area;
 use review::log_review;
 use review::reads_credentials;
 use review::review;
-use review::scripts_unchanged;
 
 /// Most times a Shell call is reviewed because its scripts changed while
 /// it waited for the workspace; then it is refused.
@@ -199,14 +199,14 @@ impl Gate {
         for _ in 0..MAX_REVIEWS {
             let (decision, action) = review_to_locks(ctx, name, tool, args, kind).await;
             let recheck = matches!(decision, GateDecision::Run { .. })
-                && action
-                    .as_ref()
-                    .is_some_and(|a| a.surface == ReviewSurface::Shell);
+                && action.as_ref().is_some_and(|a| {
+                    matches!(a.surface, ReviewSurface::Shell | ReviewSurface::FileWrite)
+                });
             if !recheck {
                 return decision;
             }
             if let Some(action) = &action
-                && scripts_unchanged(ctx, args, action).await
+                && action_unchanged(ctx, args, action).await
             {
                 return decision;
             }
@@ -215,14 +215,14 @@ impl Gate {
             tracing::info!(
                 bot = %ctx.bot.id,
                 call = ctx.call_id,
-                "a script the command runs changed while it waited for the workspace: reviewing it again"
+                "what the call runs or writes (a script, a link on its path or its cwd) changed while it waited for the workspace: reviewing it again"
             );
         }
         GateDecision::Refuse(ToolError::new(
             format!(
-                "not run: the scripts this command runs changed each time it waited for the workspace ({MAX_REVIEWS} times), so what would run was never reviewed"
+                "not run: what this call runs or writes (the scripts it runs, or where a link on its path or its cwd leads) changed each time it waited for the workspace ({MAX_REVIEWS} times), so what would run was never reviewed"
             ),
-            "try again once the other commands changing those scripts have finished",
+            "try again once the other commands changing those files have finished",
         ))
     }
 }

@@ -99,6 +99,31 @@ pub(super) async fn scripts_unchanged(
     shell_scripts(ctx, args).await == action.scripts
 }
 
+/// Whether `action` (reviewed, and maybe approved, before the call waited
+/// for the workspace) is still what the call does now that it holds it:
+/// the scripts a Shell command runs, where its `cwd` leads, and where the
+/// files it (or a Write, an Edit) writes lead through links. Each is read
+/// again (review: a link re-pointed by another bot's command while the
+/// approved call waited made it run, or write, elsewhere than approved).
+pub(super) async fn action_unchanged(ctx: &ToolContext<'_>, args: &Value, action: &Action) -> bool {
+    let surface = action.surface;
+    if surface == ReviewSurface::Shell && !scripts_unchanged(ctx, args, action).await {
+        return false;
+    }
+    let links = links_followed(ctx, surface, args);
+    let reviewed = action
+        .args
+        .get(LINKS)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if links.as_slice() != reviewed {
+        return false;
+    }
+    surface != ReviewSurface::Shell
+        || cwd_leads_to(ctx, args).as_deref()
+            == action.args.get(CWD_LEADS_TO).and_then(Value::as_str)
+}
+
 /// Characters (grapheme clusters: what a reader counts as one) of a long
 /// text the summary keeps from its start and from its end (with a note of
 /// how many characters it left out between them).

@@ -19,6 +19,18 @@ async fn rewritten_while_waiting(
     call: impl Future<Output = GateDecision>,
     text: &str,
 ) -> GateDecision {
+    changed_while_waiting(fx, held, call, || fx.write_file("x.sh", text)).await
+}
+
+/// Runs `call` while another call holds the workspace (`held`); once
+/// `call` waits for the lock, `change` is made and the holder lets go, as
+/// when another bot's command changes the workspace.
+async fn changed_while_waiting(
+    fx: &Fx,
+    held: GateDecision,
+    call: impl Future<Output = GateDecision>,
+    change: impl FnOnce(),
+) -> GateDecision {
     assert_eq!(shape(&held), Shape::Run("exclusive lock"));
     let rewrite = async {
         while !fx
@@ -30,7 +42,7 @@ async fn rewritten_while_waiting(
         {
             tokio::task::yield_now().await;
         }
-        fx.write_file("x.sh", text);
+        change();
         drop(held);
     };
     // the bound only turns a hang into a failure
@@ -302,4 +314,32 @@ async fn an_approved_command_does_not_follow_its_cwd_re_pointed() {
         matches!(&d, GateDecision::Run { approval: Some(a), .. } if *a == id),
         "{d:?}"
     );
+}
+
+/// An approved command whose `cwd` link another command re-points while
+/// the approved call waits for the workspace is reviewed again, not run
+/// where the link leads now with the approval (review of 0d8fd3b: the
+/// cwd was resolved before the wait only).
+#[tokio::test]
+async fn an_approved_command_whose_cwd_is_re_pointed_while_waiting_is_asked_again() {
+    let fx = Fx::new(ReviewModes::default()).await;
+    let root = fx.ws().root().to_path_buf();
+    std::fs::create_dir(root.join("scratch")).unwrap();
+    std::os::unix::fs::symlink("scratch", root.join("build")).unwrap();
+    let call = json!({"command": "rm -rf *", "cwd": "build"});
+    let id = approval_of(&fx.check("Shell", call.clone()).await);
+    fx.decide(id, ApprovalDecision::Approve).await;
+    let held = fx.shell("ls").await;
+    let d = changed_while_waiting(&fx, held, fx.check("Shell", call), || {
+        std::fs::remove_file(root.join("build")).unwrap();
+        std::os::unix::fs::symlink(".", root.join("build")).unwrap();
+    })
+    .await;
+    let again = approval_of(&d);
+    assert_ne!(
+        again, id,
+        "a command in the workspace's root is another action"
+    );
+    let old = fx.rt.store.approval(id).await.unwrap().unwrap();
+    assert!(old.consumed_at.is_none(), "the old approval was not used");
 }
