@@ -259,3 +259,74 @@ async fn a_former_owners_bot_cannot_message_the_moved_bot() {
     assert!(messages_from(&reached, "a1").is_empty(), "{reached:#?}");
     host.shutdown().await;
 }
+
+/// Before the restart: `a1` asks `a3`; `a3` answers it with SendToAgent
+/// and, in the same step, runs a command that the restart cuts off.
+const ANSWERED_BEFORE: &str = r#"
+[[rule]]
+bot = "a1"
+match = "^ask"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "a3", text = "QUESTION-FROM-A1" } },
+  { tool = "SendMessage", args = { text = "asked a3" } },
+] } ]
+
+[[rule]]
+bot = "a3"
+match = "QUESTION-FROM-A1"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "a1", text = "ANSWER-FROM-A3" } },
+  { tool = "Shell", args = { command = "sleep 100", timeout_s = 120 } },
+] } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// (3) `a3` answered `a1` before the restart that gives it to bob cut its
+/// turn off: `a1` is not told that `a3` will not answer (review: the
+/// notice was decided from the turn's checkpoint, which may predate the
+/// answer's outcome; its own entries say whom it answered).
+#[tokio::test]
+async fn a_moved_bot_that_answered_before_the_change_is_not_said_to_not_answer() {
+    const SHELL: &[&str] = &["SendMessage", "SendToAgent", "Shell"];
+    let host = TestFleet::new()
+        .script("s", ANSWERED_BEFORE)
+        .bot("a1", "s", TOOLS)
+        .bot("a3", "s", SHELL)
+        .tables("[review]\nshell = \"off\"\n")
+        .start()
+        .await;
+    let dm_a1 = host.complete_turn("a1", "ask a3 something").await;
+    let a1_side = agent_session("a1", "a3");
+    // the answer goes to the conversation a1 asked from
+    poll(30, async || {
+        let entries = host.entries(&dm_a1).await;
+        if messages_from(&entries, "a3").is_empty() {
+            Err(format!("a3 has not answered: {entries:#?}"))
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    host.wait_running("a3").await;
+
+    let fleet = host.shutdown().await;
+    let fleet = fleet.without_bot("a3").bot_of("a3", "s", SHELL, "bob");
+    fleet.write();
+    let host = restart(fleet).await;
+    let a3_side = agent_session("a3", "a1");
+    let entries = resumed_turn_ended(&host, BOB_TOKEN, &a3_side).await;
+    assert!(told_owner_changed(&entries), "{entries:#?}");
+    // a1's answer came; nothing says it will not
+    let told: Vec<Value> = [
+        host.entries(&dm_a1).await,
+        entries_as(&host, TOKEN, &a1_side).await,
+    ]
+    .concat()
+    .into_iter()
+    .filter(|e| e["kind"] == "event")
+    .collect();
+    assert!(told.is_empty(), "{told:#?}");
+    host.shutdown().await;
+}

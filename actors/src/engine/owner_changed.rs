@@ -114,7 +114,14 @@ impl Runner {
                 self.begin(inputs);
             }
             Some(PlanKind::Resume { inputs } | PlanKind::Fail { inputs, .. }) => {
-                if !self.load_record().await? {
+                if self.load_record().await? {
+                    // whom it answered, read back from its own entries (the
+                    // checkpoint may predate its last outcomes): a bot it
+                    // answered is not told below that it will not be
+                    // (review)
+                    let mine = self.own_entries().await?;
+                    self.asked_from(&mine);
+                } else {
                     self.name_reports(inputs.iter().filter_map(|(_, e)| e.as_ref()))
                         .await?;
                     self.begin(inputs);
