@@ -296,7 +296,6 @@ async fn bot_named(
 const NOT_A_ROOM: &str = "list your rooms with `botfleet group list` or GET /v1/groups, and read your conversation \
      with {bot} with `botfleet transcript {bot}`";
 
-/// The room `name` for `user`, or the 404 of [`bot_named`] with `instead`.
 /// The id of the room `room` names, ignoring case, as the store keeps it
 /// (whoever may use it), else `room` as given.
 async fn stored_room_id(state: &ApiState, room: &str) -> String {
@@ -309,6 +308,7 @@ async fn stored_room_id(state: &ApiState, room: &str) -> String {
     }
 }
 
+/// The room `name` for `user`, or the 404 of [`bot_named`] with `instead`.
 async fn room_or_bot(
     state: &ApiState,
     user: &AuthUser,
