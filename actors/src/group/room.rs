@@ -84,7 +84,9 @@ pub struct Posted {
     pub removed_mentions: Vec<BotId>,
 }
 
-pub(super) fn shareable(bot: &BotRecord) -> bool {
+/// Whether other users may add `bot` to their rooms (fleet.toml
+/// `shareable = true`, stored in its settings).
+pub(crate) fn shareable(bot: &BotRecord) -> bool {
     bot.settings.get("shareable").and_then(Value::as_bool) == Some(true)
 }
 

@@ -18,7 +18,6 @@
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::name_key;
-use serde_json::Value;
 
 use super::ToolContext;
 use super::ToolError;
@@ -26,11 +25,7 @@ use super::store_error;
 use crate::group::mentions::EVERYONE;
 use crate::group::mentions::MemberName;
 
-/// Whether other users may add `bot` to their rooms (fleet.toml
-/// `shareable = true`, stored in its settings).
-fn shareable(bot: &BotRecord) -> bool {
-    bot.settings.get("shareable").and_then(Value::as_bool) == Some(true)
-}
+use crate::group::room::shareable;
 
 /// Refuses giving bot `target` (being created, or renamed) the display
 /// name `name` when another bot that a person could address

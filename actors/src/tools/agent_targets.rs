@@ -33,6 +33,8 @@ use botfleet_memory::WriteLimit;
 use botfleet_memory::bot_projects;
 use botfleet_memory::name_key;
 
+use crate::group::room::shareable;
+
 use super::ToolContext;
 use super::ToolError;
 use super::names;
@@ -344,6 +346,11 @@ pub(super) fn refuse_update_of_stronger(
     }
     if !projects.is_empty() {
         lacking.push(format!("projects you are not in ({})", quoted(projects)));
+    }
+    // a shareable bot speaks in other users' rooms, which the caller does
+    // not reach (review)
+    if shareable(target) && !shareable(ctx.bot) {
+        lacking.push("a place in other users' rooms (it is `shareable`; you are not)".into());
     }
     if lacking.is_empty() {
         return Ok(());
