@@ -116,14 +116,9 @@ pub(crate) fn refuse_foreign(conn: &Connection, path: &std::path::Path) -> Resul
 
 /// Brings the database up to date.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    refuse_too_new(conn)?;
     let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     let latest = latest_version();
-    if current > latest {
-        return Err(StoreError::SchemaTooNew {
-            found: current,
-            supported: latest,
-        });
-    }
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         let version = index as i64 + 1;
         let tx = conn.transaction()?;
