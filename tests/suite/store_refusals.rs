@@ -195,6 +195,26 @@ async fn check_answered_in_order(url: &str, session: &str, seqs: &[i64]) {
     assert!(bot["running_turn"].is_null(), "{bot:#}");
 }
 
+/// Waits for the `turn_end` that failed the turn over the input `seq` in
+/// `session`, and returns it.
+async fn failed_end(url: &str, session: &str, seq: i64) -> Value {
+    poll(40, async || {
+        let entries = entries(url, session).await;
+        entries
+            .iter()
+            .find(|e| {
+                e["kind"] == "turn_end"
+                    && e["status"] == "failed"
+                    && e["inputs"]
+                        .as_array()
+                        .is_some_and(|a| a.contains(&Value::from(seq)))
+            })
+            .cloned()
+            .ok_or_else(|| format!("entries: {entries:#?}"))
+    })
+    .await
+}
+
 /// Opens the store's database and takes its write lock.
 /// A host whose bot `a1` holds a turn while another connection holds the
 /// store's write lock, and waits for the store with its inputs queued;
@@ -343,21 +363,7 @@ async fn a_cancel_while_the_store_refuses_writes_fails_the_waiting_turn_with_its
     );
     drop(lock);
     let hold = seqs[0];
-    let end = poll(40, async || {
-        let entries = entries(&url, &session).await;
-        entries
-            .iter()
-            .find(|e| {
-                e["kind"] == "turn_end"
-                    && e["status"] == "failed"
-                    && e["inputs"]
-                        .as_array()
-                        .is_some_and(|a| a.contains(&Value::from(hold)))
-            })
-            .cloned()
-            .ok_or_else(|| format!("entries: {entries:#?}"))
-    })
-    .await;
+    let end = failed_end(&url, &session, hold).await;
     let entries = entries(&url, &session).await;
     let notice = entries
         .iter()
@@ -583,21 +589,7 @@ async fn a_cancel_of_a_running_turn_the_store_cannot_end_is_not_said_done() {
         "{message}"
     );
     drop(lock);
-    poll(40, async || {
-        let entries = entries(&url, &session).await;
-        entries
-            .iter()
-            .find(|e| {
-                e["kind"] == "turn_end"
-                    && e["status"] == "failed"
-                    && e["inputs"]
-                        .as_array()
-                        .is_some_and(|a| a.contains(&Value::from(hold)))
-            })
-            .cloned()
-            .ok_or_else(|| format!("entries: {entries:#?}"))
-    })
-    .await;
+    failed_end(&url, &session, hold).await;
     host.shutdown().await;
 }
 

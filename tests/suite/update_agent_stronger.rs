@@ -26,6 +26,20 @@ steps = [
 steps = [ { tool = "SendMessage", args = { text = "{{bot}} here" } } ]
 "#;
 
+/// The UpdateAgent results among `entries`: text, and whether refused.
+fn update_results(entries: &[Value]) -> Vec<(String, bool)> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "UpdateAgent")
+        .map(|e| {
+            (
+                e["content"].as_str().unwrap_or_default().to_owned(),
+                e["is_error"] == true,
+            )
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn update_agent_refuses_a_bot_with_tools_the_caller_lacks() {
     let host = TestFleet::new()
@@ -36,18 +50,7 @@ async fn update_agent_refuses_a_bot_with_tools_the_caller_lacks() {
         .start()
         .await;
     let dm = host.complete_turn("lim", "rewrite them").await;
-    let results: Vec<(String, bool)> = host
-        .entries(&dm)
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "tool_result" && e["name"] == "UpdateAgent")
-        .map(|e| {
-            (
-                e["content"].as_str().unwrap_or_default().to_owned(),
-                e["is_error"] == true,
-            )
-        })
-        .collect();
+    let results = update_results(&host.entries(&dm).await);
     assert_eq!(results.len(), 4, "{results:?}");
     for (text, is_error) in &results[..2] {
         assert!(is_error, "{text}");
@@ -112,18 +115,7 @@ async fn update_agent_refuses_a_bot_with_secrets_or_projects_the_caller_lacks() 
         .start()
         .await;
     let dm = host.complete_turn("lim", "rewrite them").await;
-    let results: Vec<(String, bool)> = host
-        .entries(&dm)
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "tool_result" && e["name"] == "UpdateAgent")
-        .map(|e| {
-            (
-                e["content"].as_str().unwrap_or_default().to_owned(),
-                e["is_error"] == true,
-            )
-        })
-        .collect();
+    let results = update_results(&host.entries(&dm).await);
     assert_eq!(results.len(), 4, "{results:?}");
     let (keeper, member, peer, guest) = (&results[0], &results[1], &results[2], &results[3]);
     // (review) a shareable bot speaks in other users' rooms

@@ -274,6 +274,33 @@ async fn an_approved_write_through_a_symlink_does_not_follow_it_re_pointed() {
     );
 }
 
+/// Points the link `link` in `root` at `to` (made anew).
+fn point(root: &std::path::Path, link: &str, to: &str) {
+    let at = root.join(link);
+    if at.symlink_metadata().is_ok() {
+        std::fs::remove_file(&at).unwrap();
+    }
+    std::os::unix::fs::symlink(to, at).unwrap();
+}
+
+/// `rm -rf *` with `cwd` `build`, a link to `scratch`, asked about and
+/// approved: the call's arguments and the approval.
+async fn approved_rm_in_build(fx: &Fx) -> (serde_json::Value, ApprovalId) {
+    let root = fx.ws().root().to_path_buf();
+    std::fs::create_dir(root.join("scratch")).unwrap();
+    point(&root, "build", "scratch");
+    let call = json!({"command": "rm -rf *", "cwd": "build"});
+    let id = approval_of(&fx.check("Shell", call.clone()).await);
+    let approval = fx.rt.store.approval(id).await.unwrap().unwrap();
+    assert_eq!(
+        approval.action["args"]["cwd_leads_to"], "scratch",
+        "{}",
+        approval.action
+    );
+    fx.decide(id, ApprovalDecision::Approve).await;
+    (call, id)
+}
+
 /// A Shell call approved with a `cwd` that is a link, run again after the
 /// link was re-pointed, ran where it leads now with the old approval
 /// (audit: `rm -rf *` approved in `build`, a link to `scratch`, deleted the
@@ -284,19 +311,8 @@ async fn an_approved_write_through_a_symlink_does_not_follow_it_re_pointed() {
 async fn an_approved_command_does_not_follow_its_cwd_re_pointed() {
     let fx = Fx::new(ReviewModes::default()).await;
     let root = fx.ws().root().to_path_buf();
-    std::fs::create_dir(root.join("scratch")).unwrap();
-    std::os::unix::fs::symlink("scratch", root.join("build")).unwrap();
-    let call = json!({"command": "rm -rf *", "cwd": "build"});
-    let id = approval_of(&fx.check("Shell", call.clone()).await);
-    let approval = fx.rt.store.approval(id).await.unwrap().unwrap();
-    assert_eq!(
-        approval.action["args"]["cwd_leads_to"], "scratch",
-        "{}",
-        approval.action
-    );
-    fx.decide(id, ApprovalDecision::Approve).await;
-    std::fs::remove_file(root.join("build")).unwrap();
-    std::os::unix::fs::symlink(".", root.join("build")).unwrap();
+    let (call, id) = approved_rm_in_build(&fx).await;
+    point(&root, "build", ".");
     let again = approval_of(&fx.check("Shell", call.clone()).await);
     assert_ne!(
         again, id,
@@ -307,8 +323,7 @@ async fn an_approved_command_does_not_follow_its_cwd_re_pointed() {
     let old = fx.rt.store.approval(id).await.unwrap().unwrap();
     assert!(old.consumed_at.is_none(), "the old approval was not used");
     // pointed back, the approved command runs with its approval
-    std::fs::remove_file(root.join("build")).unwrap();
-    std::os::unix::fs::symlink("scratch", root.join("build")).unwrap();
+    point(&root, "build", "scratch");
     let d = fx.check("Shell", call).await;
     assert!(
         matches!(&d, GateDecision::Run { approval: Some(a), .. } if *a == id),
@@ -324,15 +339,10 @@ async fn an_approved_command_does_not_follow_its_cwd_re_pointed() {
 async fn an_approved_command_whose_cwd_is_re_pointed_while_waiting_is_asked_again() {
     let fx = Fx::new(ReviewModes::default()).await;
     let root = fx.ws().root().to_path_buf();
-    std::fs::create_dir(root.join("scratch")).unwrap();
-    std::os::unix::fs::symlink("scratch", root.join("build")).unwrap();
-    let call = json!({"command": "rm -rf *", "cwd": "build"});
-    let id = approval_of(&fx.check("Shell", call.clone()).await);
-    fx.decide(id, ApprovalDecision::Approve).await;
+    let (call, id) = approved_rm_in_build(&fx).await;
     let held = fx.shell("ls").await;
     let d = changed_while_waiting(&fx, held, fx.check("Shell", call), || {
-        std::fs::remove_file(root.join("build")).unwrap();
-        std::os::unix::fs::symlink(".", root.join("build")).unwrap();
+        point(&root, "build", ".");
     })
     .await;
     let again = approval_of(&d);
