@@ -215,6 +215,12 @@ async fn failed_end(url: &str, session: &str, seq: i64) -> Value {
     .await
 }
 
+/// `POST /v1/bots/a1/cancel`, sent now, answered when the task ends.
+fn spawn_cancel(url: &str) -> tokio::task::JoinHandle<(u16, Value)> {
+    let url = url.to_owned();
+    tokio::spawn(async move { post(&url, "/v1/bots/a1/cancel", json!({}), None).await })
+}
+
 /// Opens the store's database and takes its write lock.
 /// A host whose bot `a1` holds a turn while another connection holds the
 /// store's write lock, and waits for the store with its inputs queued;
@@ -529,10 +535,7 @@ async fn a_turn_whose_first_write_was_refused_runs_again_with_its_message() {
 async fn a_cancel_of_a_waiting_turn_is_done_once_its_failure_is_written() {
     let (host, lock, session, seqs) = waiting_on_a_locked_store().await;
     let url = host.url.clone();
-    let cancel = tokio::spawn({
-        let url = url.clone();
-        async move { post(&url, "/v1/bots/a1/cancel", json!({}), None).await }
-    });
+    let cancel = spawn_cancel(&url);
     // the failure's write waits up to the store's busy timeout (5 s) for
     // the lock, which goes now
     drop(lock);
@@ -601,10 +604,7 @@ async fn a_cancel_of_a_running_turn_the_store_cannot_end_is_not_said_done() {
 async fn a_second_cancel_while_the_failure_is_written_answers_false() {
     let (host, lock, _session, _seqs) = waiting_on_a_locked_store().await;
     let url = host.url.clone();
-    let first = tokio::spawn({
-        let url = url.clone();
-        async move { post(&url, "/v1/bots/a1/cancel", json!({}), None).await }
-    });
+    let first = spawn_cancel(&url);
     // the failure's run has started: it waits for the lock (up to 5 s)
     poll(40, async || {
         let bot = bot_a1(&url).await;

@@ -32,6 +32,22 @@ impl IndexerSetup {
         self.spawn(&self.index, options).await
     }
 
+    /// Starts the indexer over this setup's index and mirror, reading
+    /// `store` (another database than the setup's).
+    async fn start_over(
+        &self,
+        store: &Store,
+    ) -> Result<(ActorRef<IndexerMsg>, tokio::task::JoinHandle<()>), Box<dyn std::error::Error>>
+    {
+        let args = IndexerArgs {
+            index: self.index.clone(),
+            store: store.clone(),
+            options: IndexOptions::default(),
+            mirror_root: Some(self.mirror_root()),
+        };
+        Ok(Actor::spawn(None, IndexerActor, args).await?)
+    }
+
     fn total(&self, text: &str) -> Result<usize, IndexError> {
         Ok(self.index.search_blocking(&SearchQuery::new(text))?.total)
     }
@@ -267,13 +283,7 @@ async fn an_index_and_mirror_ahead_of_a_replaced_database_are_rebuilt() -> TestR
     // The database is replaced by an empty one (gids start over at 1).
     let store = Store::open(StoreOptions::new(s.dir.path().join("other.db")))?;
     seed(&store, "r", "bob", &["gamma one"]).await?;
-    let args = IndexerArgs {
-        index: s.index.clone(),
-        store: store.clone(),
-        options: IndexOptions::default(),
-        mirror_root: Some(s.mirror_root()),
-    };
-    let (actor, handle) = Actor::spawn(None, IndexerActor, args).await?;
+    let (actor, handle) = s.start_over(&store).await?;
     IndexerActor::flush(&actor, WAIT).await?;
     assert_eq!(s.total("alpha")?, 0, "entries the database lost are gone");
     assert_eq!(s.total("gamma")?, 1, "the new entry is searchable");
@@ -318,13 +328,7 @@ async fn an_index_and_mirror_behind_a_restored_database_are_rebuilt() -> TestRes
     // a short run on another history, indexed and mirrored: one entry
     let early = Store::open(StoreOptions::new(s.dir.path().join("early.db")))?;
     seed(&early, "r", "alice", &["phantom delta"]).await?;
-    let args = IndexerArgs {
-        index: s.index.clone(),
-        store: early.clone(),
-        options: IndexOptions::default(),
-        mirror_root: Some(s.mirror_root()),
-    };
-    let (actor, handle) = Actor::spawn(None, IndexerActor, args).await?;
+    let (actor, handle) = s.start_over(&early).await?;
     IndexerActor::flush(&actor, WAIT).await?;
     stop(actor, handle).await?;
     early.close().await;
@@ -340,13 +344,7 @@ async fn an_index_and_mirror_behind_a_restored_database_are_rebuilt() -> TestRes
     std::fs::write(&sidecar, (generation + 1).to_string())?;
     let store = Store::open(StoreOptions::new(db))?;
     assert!(store.was_restored());
-    let args = IndexerArgs {
-        index: s.index.clone(),
-        store: store.clone(),
-        options: IndexOptions::default(),
-        mirror_root: Some(s.mirror_root()),
-    };
-    let (actor, handle) = Actor::spawn(None, IndexerActor, args).await?;
+    let (actor, handle) = s.start_over(&store).await?;
     IndexerActor::flush(&actor, WAIT).await?;
     assert_eq!(s.total("phantom")?, 0, "the other history's entry is gone");
     assert_eq!(s.total("zeta")?, 3, "every restored entry is searchable");
