@@ -28,6 +28,7 @@ use botfleet_memory::SessionKind;
 use botfleet_memory::Store;
 use botfleet_memory::StoreError;
 
+use crate::prompts::Template;
 use crate::prompts::prompts;
 
 /// The origin of the event, followed by the removed bot's id.
@@ -67,28 +68,28 @@ pub(crate) async fn owner_changed_notice(
     if asked.asker.owner == answerer.owner || !asked.where_asked {
         return Ok(None);
     }
-    let text = prompts()
-        .agent_owner_changed_unanswered
-        .render(&[
-            ("bot", answerer.id.as_str()),
-            ("asked", &botfleet_memory::quote_short(asked.text)),
-        ])
-        .unwrap_or_default();
-    let told = asked.key.id().to_string();
-    let turn = turn.to_string();
-    let digest = InputDigest::of_parts([
-        b"bot_owner_changed".as_slice(),
-        asked.asker.id.as_str().as_bytes(),
-        turn.as_bytes(),
-        told.as_bytes(),
-    ]);
     Ok(Some(asked.event(
         answerer,
-        format!("{OWNER_CHANGED_ORIGIN}{}", answerer.id),
-        text,
-        format!("owner_changed:{turn}:{told}"),
-        digest,
+        &prompts().agent_owner_changed_unanswered,
+        Mark {
+            origin: OWNER_CHANGED_ORIGIN,
+            digest: "bot_owner_changed",
+            nonce: "owner_changed",
+            when: turn.to_string(),
+        },
     )))
+}
+
+/// What tells one notice from another: its origin (before the bot's id),
+/// the tag of its digest, its nonce's word, and what it is of (the
+/// removal's time, the turn that ended unanswered). Each notice's nonce
+/// and digest are what they were when it was written first: a notice sent
+/// again after a restart is the same admission.
+struct Mark {
+    origin: &'static str,
+    digest: &'static str,
+    nonce: &'static str,
+    when: String,
 }
 
 /// A bot's message to another that will not be answered: who asked, what,
@@ -149,18 +150,26 @@ impl<'a> Asked<'a> {
         }))
     }
 
-    /// The trusted event from `answerer` that wakes the asker.
-    fn event(
-        self,
-        answerer: &BotRecord,
-        origin: String,
-        text: String,
-        nonce: String,
-        digest: InputDigest,
-    ) -> AdmitRequest {
+    /// The trusted event from `answerer` that wakes the asker, in the
+    /// words of `template`, told apart by `mark`.
+    fn event(self, answerer: &BotRecord, template: &Template, mark: Mark) -> AdmitRequest {
+        let text = template
+            .render(&[
+                ("bot", answerer.id.as_str()),
+                ("asked", &botfleet_memory::quote_short(self.text)),
+            ])
+            .unwrap_or_default();
+        let told = self.key.id().to_string();
+        let digest = InputDigest::of_parts([
+            mark.digest.as_bytes(),
+            self.asker.id.as_str().as_bytes(),
+            mark.when.as_bytes(),
+            told.as_bytes(),
+        ]);
+        let origin = format!("{}{}", mark.origin, answerer.id);
         AdmitRequest {
             source: format!("bot:{}", answerer.id),
-            nonce,
+            nonce: format!("{}:{}:{told}", mark.nonce, mark.when),
             nonce_time_ms: None,
             digest,
             entry: NewEntry {
@@ -216,26 +225,15 @@ pub(crate) async fn removal_notice(
         Removal::ByOwner => &prompts().agent_removed_unanswered,
         Removal::FromConfig => &prompts().agent_removed_from_config_unanswered,
     };
-    let notice = prompt
-        .render(&[
-            ("bot", removed.id.as_str()),
-            ("asked", &botfleet_memory::quote_short(asked.text)),
-        ])
-        .unwrap_or_default();
-    let removed_at = removed.removed_at().unwrap_or_default().to_string();
-    let told = asked.key.id().to_string();
-    let digest = InputDigest::of_parts([
-        b"bot_removed".as_slice(),
-        asked.asker.id.as_str().as_bytes(),
-        removed_at.as_bytes(),
-        told.as_bytes(),
-    ]);
     Ok(Some(asked.event(
         removed,
-        format!("{ORIGIN}{}", removed.id),
-        notice,
-        format!("removed:{removed_at}:{told}"),
-        digest,
+        prompt,
+        Mark {
+            origin: ORIGIN,
+            digest: "bot_removed",
+            nonce: "removed",
+            when: removed.removed_at().unwrap_or_default().to_string(),
+        },
     )))
 }
 
