@@ -412,11 +412,14 @@ impl FleetHandle {
         self.rt.admit(req).await
     }
 
-    /// Cancels a bot's running turn; `true` if one was running. The bot
-    /// answers (the router hands the question on without waiting): a bot
-    /// that stops before it reads the cancel cancelled nothing, one that
-    /// does not answer within 10 s is a [`ActorError::Timeout`] (the
-    /// cancel stays in its mailbox and is done when it gets to it).
+    /// Cancels a bot's running turn; `true` once this request stopped it
+    /// and its end is recorded, `false` when nothing was running (or it was
+    /// being cancelled already). The bot answers (the router hands the
+    /// question on without waiting): a bot that stops before it reads the
+    /// cancel cancelled nothing, one that does not answer within 10 s is a
+    /// [`ActorError::Timeout`] (the cancel stays in its mailbox and is done
+    /// when it gets to it), and a turn stopped whose end the store refused
+    /// to record is [`ActorError::CancelNotRecorded`].
     pub async fn cancel(&self, bot: &BotId) -> Result<bool> {
         let router = self.router()?;
         let answer = router
