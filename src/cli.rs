@@ -935,7 +935,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             if v["cancelled"] == json!(true) {
                 outln!("cancelled the running turn of {bot}");
             } else {
-                outln!("{bot} has no running turn");
+                // `false` is also the answer to a cancel of a turn that
+                // is being cancelled already (audit: told "no running
+                // turn" while one ran)
+                outln!(
+                    "{bot} has no running turn to cancel (or its turn is being cancelled already)"
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

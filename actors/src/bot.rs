@@ -221,6 +221,10 @@ enum Pending {
         session: SessionId,
         inputs: Vec<QueuedInput>,
         error: String,
+        /// The failure follows a run whose writes the store refused (not a
+        /// crash): a call it left without a result is told so
+        /// (`TurnPlan::replaces_start`), not as a restart.
+        after_store: bool,
     },
 }
 

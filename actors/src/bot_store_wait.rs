@@ -82,6 +82,7 @@ impl BotState {
                 session: run.session,
                 inputs: run.inputs,
                 error: reason,
+                after_store: true,
             }),
             // cancelled, and the cancel could not be written: the cancel
             // stands, as a failure that says why it took the store's wait
@@ -89,7 +90,10 @@ impl BotState {
                 turn,
                 session: run.session,
                 inputs: run.inputs,
-                error: cancelled_error(&error),
+                error: format!(
+                    "cancelled, and the store refused to record it then (the store said: {error})"
+                ),
+                after_store: true,
             }),
             RunPlan::Turn => Some(Pending::Resume {
                 turn,
@@ -219,6 +223,7 @@ impl BotState {
                     session,
                     inputs,
                     error: cancelled_error(&wait.error),
+                    after_store: true,
                 });
                 self.cancel_answer = Some((turn, reply));
             }

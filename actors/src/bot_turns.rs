@@ -103,6 +103,7 @@ impl BotState {
                     session,
                     inputs,
                     error,
+                    after_store,
                 } => {
                     let plan_inputs = inputs
                         .iter()
@@ -115,6 +116,7 @@ impl BotState {
                         PlanKind::Fail {
                             error,
                             inputs: plan_inputs,
+                            after_store,
                         },
                     )
                 }
@@ -493,6 +495,7 @@ impl BotState {
                     session: run.session,
                     inputs,
                     error: format!("cancelled (and as it stopped: {error})"),
+                    after_store: false,
                 });
                 // the failure's run answers the cancel
                 if let Some(reply) = cancel.take() {
@@ -513,6 +516,7 @@ impl BotState {
                     session: run.session,
                     inputs,
                     error,
+                    after_store: false,
                 });
             } else {
                 // even recording the failure failed, and not for the
@@ -622,10 +626,15 @@ async fn count_start(rt: &Runtime, mut plan: TurnPlan) -> (TurnPlan, Vec<InboxIt
             PlanKind::Fail {
                 error,
                 inputs: failing,
+                after_store: false,
             }
         }
         // a stored turn's inputs are its own: they fail together
-        PlanKind::Resume { inputs } => PlanKind::Fail { error, inputs },
+        PlanKind::Resume { inputs } => PlanKind::Fail {
+            error,
+            inputs,
+            after_store: false,
+        },
         other @ (PlanKind::Fail { .. } | PlanKind::Compact) => other,
     };
     (plan, held_back)

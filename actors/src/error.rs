@@ -53,8 +53,9 @@ pub enum ActorError {
     #[error(
         "the turn stopped, but the store refused to record its cancel ({0}): it does not run on \
          while the host runs, and is recorded as failed once the store takes writes again; a \
-         restart before then resumes it, so free the store's disk first (docs/operations.md, \
-         \"When the disk fills\"), and cancel it again if it ran on"
+         restart before then resumes it, so let the store write first (free its disk, or stop \
+         what holds the database: docs/operations.md, \"When the disk fills\"), and cancel it \
+         again if it ran on"
     )]
     CancelNotRecorded(String),
 }

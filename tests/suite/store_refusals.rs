@@ -215,6 +215,20 @@ async fn failed_end(url: &str, session: &str, seq: i64) -> Value {
     .await
 }
 
+/// Checks that no Shell result in `session` tells the model of a restart:
+/// none happened (audit: a cancel's failure, written after the store's
+/// wait, said "the host restarted while `Shell` was running").
+async fn no_restart_told(url: &str, session: &str) {
+    let entries = entries(url, session).await;
+    let told: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+        .filter_map(|e| e["content"].as_str())
+        .filter(|c| c.contains("the host restarted"))
+        .collect();
+    assert!(told.is_empty(), "{told:#?}");
+}
+
 /// `POST /v1/bots/a1/cancel`, sent now, answered when the task ends.
 fn spawn_cancel(url: &str) -> tokio::task::JoinHandle<(u16, Value)> {
     let url = url.to_owned();
@@ -370,6 +384,7 @@ async fn a_cancel_while_the_store_refuses_writes_fails_the_waiting_turn_with_its
     drop(lock);
     let hold = seqs[0];
     let end = failed_end(&url, &session, hold).await;
+    no_restart_told(&url, &session).await;
     let entries = entries(&url, &session).await;
     let notice = entries
         .iter()
@@ -593,6 +608,7 @@ async fn a_cancel_of_a_running_turn_the_store_cannot_end_is_not_said_done() {
     );
     drop(lock);
     failed_end(&url, &session, hold).await;
+    no_restart_told(&url, &session).await;
     host.shutdown().await;
 }
 

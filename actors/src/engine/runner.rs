@@ -576,7 +576,14 @@ impl Runner {
                     self.begin(inputs);
                 }
             }
-            Some(PlanKind::Fail { error, inputs }) => {
+            Some(PlanKind::Fail {
+                error,
+                inputs,
+                after_store,
+            }) => {
+                // the wording of a call left without a result
+                // (`outcome_unknown_text`)
+                self.replaces_start = after_store;
                 // hops and chain come from its inputs, as for a resumed
                 // turn: a subagent's task failed after its crashes wrote
                 // its report at hop 1 and with no chain, so the parent's

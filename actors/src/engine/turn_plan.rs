@@ -38,6 +38,9 @@ pub(crate) enum PlanKind {
         error: String,
         /// Inputs of the crashed run (as for `Resume`).
         inputs: Vec<(InboxItem, Option<Entry>)>,
+        /// The run before was refused by the store, not cut by a crash: a
+        /// call it left without a result is told so, not as a restart.
+        after_store: bool,
     },
 }
 
