@@ -382,7 +382,7 @@ pub(crate) async fn drop_stale(
     // a restore, or a new database where an old one's index and mirror
     // were left (`fleet.db.generation` deleted to start over): what they
     // hold is of another history, and no write of this database was lost
-    let restored = store.was_restored() || store.was_created();
+    let restored = store.take_new_history();
     let derived = indexed > 0 || mirrored > 0;
     if (indexed <= newest && mirrored <= newest) && !(restored && derived) {
         return Ok(Fresh { indexer, mirror });

@@ -173,6 +173,11 @@ struct Inner {
     stop_checkpoints: parking_lot::Mutex<Option<mpsc::Sender<()>>>,
     /// Set by [`Store::close`] (`Store::is_closed`).
     closed: std::sync::atomic::AtomicBool,
+    /// Whether what was derived from another history (the search index,
+    /// the mirror) is still to be rebuilt: set when this open found a
+    /// restore or created the database, taken by the indexer's first start
+    /// ([`Store::take_new_history`]).
+    new_history: std::sync::atomic::AtomicBool,
     /// What the checkpoint thread runs with, for tests that run its
     /// checkpoints themselves.
     #[cfg(test)]
@@ -312,6 +317,7 @@ impl Store {
                 bots,
                 stop_checkpoints: parking_lot::Mutex::new(Some(stop_checkpoints)),
                 closed: std::sync::atomic::AtomicBool::new(false),
+                new_history: std::sync::atomic::AtomicBool::new(restored || created),
                 #[cfg(test)]
                 checkpoints: by_hand,
             }),
@@ -378,6 +384,17 @@ impl Store {
     /// with no history behind it) was there before.
     pub fn was_created(&self) -> bool {
         self.inner.created
+    }
+
+    /// Whether this open found a restore or created the database, asked
+    /// once: `true` only to the first caller (the indexer's first start,
+    /// which rebuilds what was derived from another history; a restart of
+    /// the indexer later in the same run must not: review, it cleared the
+    /// index it had built and moved the mirror aside again).
+    pub fn take_new_history(&self) -> bool {
+        self.inner
+            .new_history
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The workspace directory remembered before this open (see
