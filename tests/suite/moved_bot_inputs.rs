@@ -57,11 +57,26 @@ steps = [ { delay_ms = 600000, tool = "SendMessage", args = { text = "too late" 
 steps = [ { text = "noted" } ]
 "#;
 
-/// After the restart: an instruction from a bot, or a person's `run`, is
-/// carried out with Shell in the owner's workspace.
+/// After the restart: an instruction from the other bot, or a person's
+/// `run`, is carried out with Shell in the owner's workspace. (Not `a1`'s
+/// own instruction quoted back to it: the host's word that `a3` will not
+/// answer it wakes `a1` in alice's DM, and `a1` doing its own work for
+/// alice is no instruction of bob's bot run for her.)
 const AFTER: &str = r#"
 [[rule]]
-match = "RUN-MARKER|^run"
+bot = "a3"
+match = "RUN-MARKER"
+steps = [ { tool = "Shell", args = { command = "echo ran >> marker.txt" } },
+          { tool = "SendMessage", args = { text = "RAN" } } ]
+
+[[rule]]
+bot = "a1"
+match = "RUN-MARKER from a3"
+steps = [ { tool = "Shell", args = { command = "echo ran >> marker.txt" } },
+          { tool = "SendMessage", args = { text = "RAN" } } ]
+
+[[rule]]
+match = "^run"
 steps = [ { tool = "Shell", args = { command = "echo ran >> marker.txt" } },
           { tool = "SendMessage", args = { text = "RAN" } } ]
 
