@@ -113,12 +113,6 @@ impl LoadedFleet {
             self.validate_not_a_user(&key, b)?;
             self.validate_name_apart(&key, (i, b), &mut addressable)?;
             self.validate_bot_secrets(&key, b)?;
-            if b.daily_token_budget == Some(0) {
-                return Err(self.invalid(
-                    format!("{key}.daily_token_budget"),
-                    "must be at least 1 (leave it out for no budget)",
-                ));
-            }
             if !f.providers.contains_key(&b.provider) {
                 return Err(self.invalid(
                     format!("{key}.provider"),
