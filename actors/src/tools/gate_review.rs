@@ -91,7 +91,7 @@ async fn shell_scripts(ctx: &ToolContext<'_>, args: &Value) -> Vec<ResolvedScrip
 /// were reviewed (same files, same hashes). Called holding the
 /// workspace's exclusive lock: once it says yes, nothing of botfleet's
 /// can change them before the call runs.
-pub(super) async fn scripts_unchanged(
+async fn scripts_unchanged(
     ctx: &ToolContext<'_>,
     args: &Value,
     action: &Action,
