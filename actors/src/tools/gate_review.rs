@@ -91,11 +91,7 @@ async fn shell_scripts(ctx: &ToolContext<'_>, args: &Value) -> Vec<ResolvedScrip
 /// were reviewed (same files, same hashes). Called holding the
 /// workspace's exclusive lock: once it says yes, nothing of botfleet's
 /// can change them before the call runs.
-async fn scripts_unchanged(
-    ctx: &ToolContext<'_>,
-    args: &Value,
-    action: &Action,
-) -> bool {
+async fn scripts_unchanged(ctx: &ToolContext<'_>, args: &Value, action: &Action) -> bool {
     shell_scripts(ctx, args).await == action.scripts
 }
 
