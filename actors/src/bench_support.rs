@@ -7,6 +7,8 @@
 //! request assembled from the context — without a store or a model.
 //! Everything here calls the engine's own functions; nothing is copied.
 
+use std::sync::Arc;
+
 use botfleet_memory::Encoding;
 use botfleet_memory::Entry;
 use botfleet_memory::SessionId;
@@ -22,7 +24,7 @@ use crate::runtime::StateBlock;
 pub struct BenchTail {
     tail: SessionTail,
     bot: String,
-    specs: Vec<ToolSpec>,
+    specs: Vec<Arc<ToolSpec>>,
     memory_update: Option<String>,
     memory_update_at: Option<usize>,
 }
@@ -51,7 +53,7 @@ impl BenchTail {
 
     /// Tools offered with each request.
     pub fn set_tools(&mut self, specs: Vec<ToolSpec>) {
-        self.specs = specs;
+        self.specs = specs.into_iter().map(Arc::new).collect();
     }
 
     /// A memory update (memory changed inside the epoch) sent after the

@@ -54,11 +54,11 @@ pub(super) fn request(text: &str) -> ModelRequest {
                 content: text.to_owned(),
             },
         ],
-        tools: vec![ToolSpec {
+        tools: vec![std::sync::Arc::new(ToolSpec {
             name: "SendMessage".to_owned(),
             description: "Send a message to the user.".to_owned(),
             parameters: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-        }],
+        })],
         ..ModelRequest::default()
     }
 }

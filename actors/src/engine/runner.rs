@@ -189,7 +189,7 @@ struct Runner {
     rt: Arc<Runtime>,
     bot: Arc<BotRecord>,
     model: Arc<dyn Model>,
-    specs: Vec<ToolSpec>,
+    specs: Vec<Arc<ToolSpec>>,
     identity: String,
     /// Token accounting and compaction settings of the bot's provider.
     ctx_settings: ContextSettings,

@@ -1,5 +1,6 @@
 //! Request and response types shared by every provider.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -150,8 +151,9 @@ pub struct ModelRequest {
     pub bot: String,
     /// Conversation, system prompt first.
     pub messages: Vec<ChatMessage>,
-    /// Tools offered.
-    pub tools: Vec<ToolSpec>,
+    /// Tools offered: shared with the registry, which builds each spec
+    /// once (a turn cloned every schema's JSON tree per model call).
+    pub tools: Vec<Arc<ToolSpec>>,
     /// Upper bound on generated tokens, if any.
     pub max_tokens: Option<u32>,
 }

@@ -368,7 +368,7 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     /// Each tool's spec, built once (a turn shows them; building one
     /// allocates its JSON schema).
-    specs: BTreeMap<String, ToolSpec>,
+    specs: BTreeMap<String, Arc<ToolSpec>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -405,7 +405,7 @@ impl ToolRegistry {
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
         let spec = tool.spec();
         self.tools.insert(spec.name.clone(), tool);
-        self.specs.insert(spec.name.clone(), spec);
+        self.specs.insert(spec.name.clone(), Arc::new(spec));
     }
 
     /// Rebuilds the built-in tools whose schemas state limits (Shell's
@@ -418,7 +418,7 @@ impl ToolRegistry {
     }
 
     /// A tool's spec by name (built once, at registration).
-    pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+    pub fn spec(&self, name: &str) -> Option<&Arc<ToolSpec>> {
         self.specs.get(name)
     }
 

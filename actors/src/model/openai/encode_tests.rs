@@ -41,11 +41,11 @@ fn request() -> ModelRequest {
                 tool_calls: Vec::new(),
             },
         ],
-        tools: vec![ToolSpec {
+        tools: vec![std::sync::Arc::new(ToolSpec {
             name: "Weather".to_owned(),
             description: "Forecast".to_owned(),
             parameters: json!({"type": "object"}),
-        }],
+        })],
         max_tokens: Some(100),
     }
 }
