@@ -9,6 +9,9 @@
 //! task was not run because the bot changed owner, and CheckSubagent shows
 //! it failed and why.
 //!
+//! bob reads the task session only from the change on: the task is
+//! alice's words, as her DM is.
+//!
 //! Before, the subagent asked the model again with alice's task and its
 //! Shell ran in `data/workspace/bob` (H4 finding 16); its report came from
 //! that run, and nobody was told that work alice ordered ran on bob's
@@ -259,8 +262,15 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
         .unwrap_or_else(|| panic!("no notice: {es:#?}"));
     assert_eq!(notice["code"], "owner_changed", "{notice}");
     assert!(notice["retry_turn"].is_null(), "{notice}");
-    let steps_taken = es.iter().filter(|e| e["kind"] == "assistant").count();
-    assert_eq!(steps_taken, steps, "the task stepped on: {es:#?}");
+    // bob reads the task session from the change on: alice's task and
+    // the steps taken for her before it are not his to read (before, the
+    // session moved whole and bob read and searched her task), and no
+    // step came after it
+    assert!(
+        !es.iter()
+            .any(|e| e["kind"] == "assistant" || e.to_string().contains(SUBTASK)),
+        "bob reads alice's task or the task stepped on: {es:#?}"
+    );
     assert_eq!(
         subagent_requests(&server, before_restart),
         0,

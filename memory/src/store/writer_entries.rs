@@ -5,6 +5,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::record::SessionKey;
 use crate::record::SessionKind;
 use crate::store::chains;
 use crate::store::rooms;
@@ -123,11 +124,54 @@ impl Writer {
                 .prepare_cached("UPDATE bots SET owner = ?2, updated_at = ?3 WHERE id = ?1")?
                 .execute(params![child.as_str(), bot.owner.as_str(), now])?;
             self.move_own_work(&child, &bot.owner, now)?;
+            self.floor_task_of_unread_origin(&child, bot, now)?;
         }
         if !children.is_empty() {
             tracing::info!(bot = %bot.id, owner = %bot.owner, subagents = children.len(), "bot's subagents moved to its owner");
         }
         self.rooms_follow_members(&bot.id, now)
+    }
+
+    /// A subagent's task given in a session that stays another person's
+    /// (the former owner's DM with the bot): the task session goes to the
+    /// new owner read from the change on, as a room session is. The task
+    /// and the steering in it are that person's words (QA: a task given
+    /// in the former owner's DM, "read my tax return", moved whole with
+    /// the subagent, and the new owner found it by search); such a task
+    /// never runs again (`owner_changed`), so nothing it needs is cut
+    /// from its context. Run after the parent's sessions moved: a task
+    /// given in a session that went to the new owner keeps its history.
+    fn floor_task_of_unread_origin(
+        &mut self,
+        child: &BotId,
+        parent: &BotRecord,
+        now: i64,
+    ) -> Result<()> {
+        let origin: Option<String> = self
+            .conn
+            .prepare_cached("SELECT parent_session FROM subagents WHERE id = ?1")?
+            .query_row(params![child.as_str()], |r| r.get(0))
+            .optional()?;
+        let Some(origin) = origin else {
+            return Ok(());
+        };
+        let origin: SessionId = origin.parse()?;
+        let origin_owner: Option<String> = self
+            .conn
+            .prepare_cached("SELECT owner FROM sessions WHERE id = ?1")?
+            .query_row(params![origin.to_string()], |r| r.get(0))
+            .optional()?;
+        if origin_owner.is_none_or(|o| o == parent.owner.as_str()) {
+            return Ok(());
+        }
+        let task = SessionKey {
+            bot: child.clone(),
+            kind: SessionKind::Subagent,
+            peer: parent.id.to_string(),
+        }
+        .id();
+        let from = self.next_seq(task)?;
+        session_floors::set(&self.conn, task, &parent.owner, from, now)
     }
 
     /// Decides again whether the rooms `bot` or one of its subagents is in
