@@ -160,9 +160,10 @@ async fn a_new_owner_lists_what_the_bot_asked_of_the_former_owners_bot_but_canno
 }
 
 /// `p` delegates a task to a subagent, which asks for an approval. `p`
-/// goes to bob: the subagent is bob's (its turns, its transcript, which
-/// he finds by search, and its approval, expired: the task was alice's);
-/// alice reads and finds none of it.
+/// goes to bob: the subagent is bob's (its turns, its task session read
+/// from the change on, and its approval, expired: the task was alice's,
+/// given in her DM, so neither finds it by search any more); alice reads
+/// and finds none of it.
 #[tokio::test]
 async fn a_new_owner_takes_the_bots_subagents_and_their_approvals() {
     let p_tools = &["SendMessage", "Task", "CheckSubagent", "Shell"];
@@ -200,9 +201,12 @@ async fn a_new_owner_takes_the_bots_subagents_and_their_approvals() {
             .iter()
             .any(|h| h["session"] == session.as_str())
     };
+    // the task was given in alice's DM: its words are hers, and bob
+    // reads its session from the change on (before, he found it by
+    // search: audit of isolation between users, 2026-12-07)
     let (status, v) = host.get("/v1/search?q=zebra", BOB_TOKEN).await;
     assert_eq!(status, 200, "{v}");
-    assert!(hit_in_task(&v), "bob does not find the task: {v:#}");
+    assert!(!hit_in_task(&v), "bob finds alice's task: {v:#}");
     let (status, v) = host.get("/v1/search?q=zebra", TOKEN).await;
     assert_eq!(status, 200, "{v}");
     assert!(!hit_in_task(&v), "alice finds the task: {v:#}");
