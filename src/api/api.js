@@ -184,8 +184,14 @@ export async function call(name, params = {}, opts = {}) {
   if (resp.status === 401 && opts.token === undefined && token && token === auth.token) auth.onRefused();
   if (!resp.ok && !(opts.accept || []).includes(resp.status)) {
     const err = (data && typeof data === "object" && data.error) || {};
-    throw new ApiError(resp.status, err.code || `http_${resp.status}`, err.message || `${method} ${path} answered ${resp.status}`, data);
+    const refused = new ApiError(resp.status, err.code || `http_${resp.status}`, err.message || `${method} ${path} answered ${resp.status}`, data);
+    // how long the host asked to wait before the next try (429, 503)
+    const seconds = Number(resp.headers.get("Retry-After"));
+    refused.retryAfterMs = Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : 0;
+    throw refused;
   }
+  // the host answers: a change stream waiting to try again tries now
+  wakeStream();
   return { status: resp.status, data };
 }
 
@@ -222,6 +228,43 @@ const SILENCE_MS = 45000;
 
 /** Longest wait a host's Retry-After may ask of the stream. */
 const MAX_RETRY_AFTER_MS = 300000;
+
+/** Fewest ms between two tries of the change stream that a request the
+ * host answered brings forward. */
+const WAKE_MIN_MS = 1000;
+
+/** Ends the wait of this tab's change stream between two tries, set while
+ * it waits after a failure (not after a refusal: the host's Retry-After
+ * stands). */
+let wake = null;
+
+/** Another request was answered: the host is back, so the stream, if it
+ * waits to try again (backing off up to 30 s after an outage), tries now.
+ * A reply the host stored was shown up to 30 s late (QA, 2026-12-07). */
+function wakeStream() {
+  if (wake) wake();
+}
+
+/** Waits `ms`, or less once woken (`wakeStream`), but at least
+ * WAKE_MIN_MS; resolves at once when `signal` aborts. */
+function wakeableSleep(ms, signal) {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      wake = null;
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    wake = () => {
+      clearTimeout(timer);
+      timer = setTimeout(done, Math.max(0, WAKE_MIN_MS - (Date.now() - started)));
+      wake = null;
+    };
+    signal.addEventListener("abort", done);
+  });
+}
 
 /**
  * A refused stream's {message, retryAfterMs}: the host's own words (they
@@ -359,10 +402,11 @@ export class Signals {
         this.state("refused", refused.message);
         wait = Math.max(wait, refused.retryAfterMs);
         refused = null;
+        await sleep(wait + Math.random() * 500, signal);
       } else {
         this.state("offline");
+        await wakeableSleep(wait + Math.random() * 500, signal);
       }
-      await sleep(wait + Math.random() * 500, signal);
       backoff = Math.min(backoff * 2, 30000);
     }
   }

@@ -248,7 +248,15 @@ class Outgoing {
       "unconfirmed",
       "sending unconfirmed",
       "Not confirmed yet",
-      h("span", { class: "hint" }, `${message} The host may already have this message: the page asks again with the same key until it answers, so it cannot arrive twice, also while you are elsewhere on the page.`),
+      h(
+        "span",
+        { class: "hint" },
+        // a 429 stored nothing (the host's message says so): "may already
+        // have it" contradicted it (QA, 2026-12-07)
+        this.p.limited
+          ? `${message} The page sends it again by itself when the host allows, with the same key, before anything you write after it.`
+          : `${message} The host may already have this message: the page asks again with the same key until it answers, so it cannot arrive twice, also while you are elsewhere on the page.`,
+      ),
       h("button", { type: "button", class: "small", onclick: () => outbox.attempt(this.p) }, "Ask again now"),
     );
   }

@@ -170,6 +170,30 @@ class Outbox {
     }
   }
 
+  /**
+   * The oldest message to `p`'s conversation before `p` that the host has
+   * not answered yet (sending, or not confirmed), if any: `p` waits for
+   * it. A message whose answer was lost was sent again on its own timer
+   * while one typed after it went at once, and the bot read them in the
+   * other order (QA, 2026-12-07). One refused ("failed") holds nothing
+   * back: it goes again only when the person retries it.
+   */
+  ahead(p) {
+    for (const q of this.items.values()) {
+      if (q.id >= p.id) break;
+      if (q.conv === p.conv && (q.state === "sending" || q.state === "unconfirmed")) return q;
+    }
+    return null;
+  }
+
+  /** Sends what waits in `conv` behind a message the host just answered
+   * (or that was discarded), in the order it was written. */
+  release(conv) {
+    for (const q of this.of(conv)) {
+      if (q.queued && !q.busy) this.attempt(q);
+    }
+  }
+
   /** Sends `text` to `to` with a fresh key; resolves once the first try
    * is answered (or given up on). */
   async send(to, text) {
@@ -192,7 +216,11 @@ class Outbox {
   resume() {
     const tag = tokenTag(auth.token);
     const held = new Set([...this.items.values()].map((p) => p.key));
-    for (const r of stored()) {
+    // in the order they were written: a key is a UUIDv7, which sorts by
+    // its time (the list holds each in the order it was last written)
+    const records = stored().filter((r) => r && typeof r.key === "string");
+    records.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const r of records) {
       if (!r || r.tag !== tag || held.has(r.key) || !r.to || typeof r.text !== "string") continue;
       // in flight or unanswered when it was kept: it may have reached
       const p = new Pending({ to: r.to, text: r.text, key: r.key, reached: r.failed ? Boolean(r.reached) : true, failed: r.failed || null, renew: Boolean(r.renew) });
@@ -223,6 +251,7 @@ class Outbox {
     if (!this.items.delete(p.id)) return;
     persist(p, false);
     this.tell(p, "removed");
+    this.release(p.conv);
   }
 
   /** Sends `p` again now; after a 409, as a new message with a new key. */
@@ -256,6 +285,7 @@ class Outbox {
       persist(p, true);
     }
     this.tell(p, "changed");
+    if (state === "sent" || state === "failed") this.release(p.conv);
   }
 
   async attempt(p) {
@@ -264,6 +294,15 @@ class Outbox {
     // signed out: nothing is sent without a token ("Log out" cleared the
     // outbox; a load of another account resumes only its own)
     if (!auth.token) return;
+    // an earlier message to the conversation is not answered yet: this
+    // one goes after it (asked now: the person is here and writing)
+    const first = this.ahead(p);
+    if (first) {
+      p.queued = true;
+      if (!first.busy) this.attempt(first);
+      return;
+    }
+    p.queued = false;
     p.busy = true;
     p.last = Date.now();
     // an unconfirmed message keeps its words while it is asked again
@@ -297,9 +336,13 @@ class Outbox {
         p.refusal = e.status;
         return this.set(p, "failed", e.message);
       }
-      p.reached = true;
+      // a 429 stored nothing (the host says so); the host may hold what
+      // went unanswered
+      if (e.status !== 429) p.reached = true;
+      p.limited = e.status === 429;
       this.set(p, "unconfirmed", e.message);
-      if (this.items.has(p.id)) p.timer = setTimeout(() => this.attempt(p), p.wait);
+      // not before the host's Retry-After
+      if (this.items.has(p.id)) p.timer = setTimeout(() => this.attempt(p), Math.max(p.wait, e.retryAfterMs || 0));
       p.wait = Math.min(p.wait * 2, RESEND_MAX_MS);
     } finally {
       p.busy = false;
