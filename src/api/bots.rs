@@ -146,6 +146,10 @@ pub(crate) async fn list(
         }));
     }
     Ok(Json(json!({
+        // who asks: the web page tells your own messages by it, also when
+        // you own no bot (it read the first bot's owner, and showed the
+        // messages of a user without bots as another person's: QA)
+        "user": user.0.as_str(),
         "bots": out,
         "subagents_left_out": listing.left_out,
     })))

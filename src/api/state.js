@@ -52,7 +52,10 @@ export function loadBots() {
       store.subagentsLeftOut = data.subagents_left_out || 0;
       store.botsLoaded = true;
       store.botsError = "";
-      if (store.bots.length) store.me = store.bots[0].owner;
+      // who signed in, also without bots of their own (the first bot's
+      // owner left a user with none as nobody: their own messages read
+      // as another person's, QA 2026-12-07)
+      store.me = data.user || (store.bots.length ? store.bots[0].owner : store.me);
       for (const fn of botWatchers) fn();
     })
     .catch((e) => {

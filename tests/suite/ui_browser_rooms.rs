@@ -594,3 +594,44 @@ async fn a_removed_member_is_shown_as_removed() {
     );
     ui_page::finish(browser, host).await;
 }
+
+/// Bob owns no bot; his room holds alice's shareable bots `t` and `u`. His own
+/// message reads as his ("mine", on the right), not as another person's.
+/// (The page took who signed in from the first bot's owner: with none,
+/// nobody, and bob's message read "bob PERSON" on the left.)
+#[tokio::test]
+async fn a_user_without_bots_reads_their_own_messages_as_theirs() {
+    let fleet = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("t", "s", &["SendMessage"])
+        .bot_lines("shareable = true")
+        .bot("u", "s", &["SendMessage"])
+        .bot_lines("shareable = true");
+    let Some((browser, host)) = ui_page::start(fleet).await else {
+        return;
+    };
+    let (_, bots) = host.get("/v1/bots", BOB_TOKEN).await;
+    assert_eq!(bots["user"], "bob", "{bots}");
+    assert_eq!(bots["bots"], json!([]), "{bots}");
+    let (status, room) = host
+        .post_raw(
+            "/v1/groups",
+            Some(BOB_TOKEN),
+            None,
+            json!({"name": "standup", "members": ["t", "u"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 201, "{room}");
+    bob_opens_standup(&browser, &host, "every(f, ms)").await;
+    browser
+        .type_in(".composer textarea", &format!("from bob{ENTER}"))
+        .await;
+    browser
+        .wait_js(
+            "bob's message, drawn as his",
+            "return [...document.querySelectorAll('.log li.mine .text')].some((t) => t.textContent === 'from bob')",
+            json!([]),
+        )
+        .await;
+    ui_page::finish(browser, host).await;
+}
