@@ -142,6 +142,10 @@ export class Timeline {
     this.answers = new CardAnswers();
     this.low = 0;
     this.held = 0;
+    /** Reactions to messages on pages not loaded yet: target seq →
+     * [{chip, line}], each shown as its own line until its message comes
+     * ({@link attachHeldReactions}). */
+    this.heldReactions = new Map();
   }
 
   /** Stops timers. */
@@ -356,6 +360,7 @@ export class Timeline {
       }
       this.log.prepend(frag);
       this.low = from;
+      this.attachHeldReactions();
       this.el.scrollTop += this.el.scrollHeight - before;
       this.refresh();
       this.checkApproved();
@@ -568,7 +573,31 @@ export class Timeline {
       box.append(chip);
       return null;
     }
-    return h("li", { class: "entry notice" }, h("div", { class: "line quiet" }, `${who} reacted `, chip, ` to #${e.target_seq}`));
+    const line = h("li", { class: "entry notice" }, h("div", { class: "line quiet" }, `${who} reacted `, chip, ` to #${e.target_seq}`));
+    // its message is on an earlier page: the reaction goes onto it when
+    // that page is shown (QA: it stayed a line naming a seq the page
+    // shows nowhere, and the message came without it)
+    if (typeof e.target_seq === "number" && e.target_seq <= this.low) {
+      if (!this.heldReactions.has(e.target_seq)) this.heldReactions.set(e.target_seq, []);
+      this.heldReactions.get(e.target_seq).push({ chip, line });
+    }
+    return line;
+  }
+
+  /** Moves the held reactions whose messages are shown now onto them,
+   * taking their own lines out. */
+  attachHeldReactions() {
+    for (const [seq, held] of this.heldReactions) {
+      const target = this.bySeq.get(seq);
+      const box = target && target.querySelector(".reactions");
+      if (!box) continue;
+      box.hidden = false;
+      for (const { chip, line } of held) {
+        box.append(chip);
+        line.remove();
+      }
+      this.heldReactions.delete(seq);
+    }
   }
 
   notice(e) {

@@ -272,6 +272,7 @@ mod ui_browser_focus;
 mod ui_browser_long_names;
 mod ui_browser_more;
 mod ui_browser_outbox_order;
+mod ui_browser_reactions;
 mod ui_browser_refused_edit;
 mod ui_browser_rooms;
 mod ui_browser_routes;
