@@ -591,6 +591,15 @@ pub(super) async fn serve_completions(answer: axum::routing::MethodRouter) -> St
 async fn serve_a_corrupt_event(
     heals: bool,
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    serve_a_cut_event(heals, false).await
+}
+
+/// [`serve_a_corrupt_event`], with the cut-off event the first of the
+/// answer when `first`.
+async fn serve_a_cut_event(
+    heals: bool,
+    first: bool,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
     use std::sync::atomic::Ordering;
@@ -607,7 +616,11 @@ async fn serve_a_corrupt_event(
                     "data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{delta}}}]}}\n\n"
                 )
             };
-            let mut body = chunk(r#"{"role":"assistant"}"#) + &chunk(r#"{"content":"hello "}"#);
+            let mut body = if first && (n == 0 || !heals) {
+                String::new()
+            } else {
+                chunk(r#"{"role":"assistant"}"#) + &chunk(r#"{"content":"hello "}"#)
+            };
             if n == 0 || !heals {
                 body.push_str(
                     "data: {\"id\": \"x\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"bro\n\n",
@@ -656,6 +669,38 @@ async fn a_corrupt_event_mid_stream_is_retried_as_a_broken_answer() {
             && said.contains("corrupt or cut-off event in the middle of the answer")
             && said.contains("not JSON: EOF while parsing a string")
             && !said.contains("neither a string"),
+        "{said}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+/// Regression: the same cut-off event as the answer's first one failed
+/// the turn at once, blaming `base_url` (soak, 2026-12-07), while one a
+/// chunk later was retried. Retried now, as a broken answer.
+#[tokio::test]
+async fn a_cut_off_first_event_is_retried_as_a_broken_answer() {
+    use std::sync::atomic::Ordering;
+
+    let fast = |base_url, max_retries| {
+        OpenAiModel::new(OpenAiOptions {
+            max_retries,
+            backoff_base: Duration::from_millis(1),
+            ..OpenAiOptions::new(base_url, "test-model")
+        })
+        .unwrap()
+    };
+    let (base_url, calls) = serve_a_cut_event(true, true).await;
+    let (result, _) = complete(&fast(base_url, 2), &request("x")).await;
+    assert_eq!(result.unwrap().text, "hello world");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    let (base_url, calls) = serve_a_cut_event(false, true).await;
+    let (result, _) = complete(&fast(base_url, 1), &request("x")).await;
+    let said = result.unwrap_err().to_string();
+    assert!(
+        said.contains("broke off after 2 attempt(s)")
+            && said.contains("corrupt or cut-off event at the start of the answer")
+            && !said.contains("base_url"),
         "{said}"
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);

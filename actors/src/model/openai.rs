@@ -941,6 +941,18 @@ fn not_a_chunk(
             )),
         };
     }
+    // JSON cut off in the first event: the stream broke off, as it does
+    // later in an answer, not a server of another kind (soak, 2026-12-07:
+    // 98 of 112 turns that failed for good failed so, at once, told to
+    // check a `base_url` that had answered thousands of requests)
+    if json.as_ref().is_some_and(serde_json::Error::is_eof) {
+        return Failure::Broken {
+            detail: redactor.text(&format!(
+                "{} at the start of the answer ({why}): {quoted}",
+                advice::CORRUPT_EVENT
+            )),
+        };
+    }
     Failure::Final(ModelError::Protocol(redactor.text(&format!(
         "stream event is not a completion chunk ({why}): {quoted}"
     ))))
