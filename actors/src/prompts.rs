@@ -202,6 +202,9 @@ prompts! {
     routine_failed => "routine_failed.md",
     /// Notice of a failed turn of a webhook's run, naming the webhook.
     hook_failed => "hook_failed.md",
+    /// Notice of a failed turn answering another bot (a message or a
+    /// subagent's report), naming it: the owner who reads it sent nothing.
+    agent_failed => "agent_failed.md",
     /// Notice of a failed turn of a subagent's task, naming its parent
     /// (nobody sent it "a message": its parent gave it a task).
     task_failed => "task_failed.md",

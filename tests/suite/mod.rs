@@ -5,6 +5,7 @@ mod advice_tools;
 mod agent_names_users;
 mod agent_relays;
 mod agent_targets;
+mod agent_turn_failed;
 mod agents;
 mod agents_awaiting;
 mod agents_speak;

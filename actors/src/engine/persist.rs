@@ -219,11 +219,15 @@ impl Runner {
                 p.task_failed
                     .render(&[("parent", &key.peer), ("error", &error), ("turn", &turn)])
             }
-            SessionKind::Dm
-            | SessionKind::Agent
-            | SessionKind::Group
-            | SessionKind::Subagent
-            | SessionKind::Room => p.turn_failed.render(&[("error", &error), ("turn", &turn)]),
+            // another bot's message (or its subagent's report): the owner
+            // who reads it sent no message (soak: "your message")
+            SessionKind::Agent | SessionKind::Subagent => {
+                p.agent_failed
+                    .render(&[("bot", &key.peer), ("error", &error), ("turn", &turn)])
+            }
+            SessionKind::Dm | SessionKind::Group | SessionKind::Room => {
+                p.turn_failed.render(&[("error", &error), ("turn", &turn)])
+            }
         }
         .unwrap_or_default();
         let notice = self.entry(

@@ -1,0 +1,70 @@
+//! A turn answering another bot's message fails for good: the notice in
+//! that conversation (the owner reads it) names the bot whose message it
+//! was, not "your message", which the owner never sent (soak, 2026-12-07),
+//! and offers the retry.
+
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+
+use crate::support::fleet::TestFleet;
+
+const SCRIPT: &str = r#"
+[[rule]]
+bot = "r"
+match = "^ask"
+steps = [
+  { calls = [
+      { tool = "SendToAgent", args = { agent = "a", text = "please help" } },
+      { tool = "SendMessage", args = { text = "asked a" } },
+  ] },
+]
+
+[[rule]]
+bot = "a"
+steps = [ { fail = "the endpoint answered 500" } ]
+
+[[rule]]
+steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
+"#;
+
+#[tokio::test]
+async fn a_failed_turn_over_another_bots_message_names_that_bot() {
+    let host = TestFleet::new()
+        .script("s", SCRIPT)
+        .bot("r", "s", &["SendMessage", "SendToAgent"])
+        .bot("a", "s", &["SendMessage", "SendToAgent"])
+        .start()
+        .await;
+    let (status, sent) = host.send("r", "ask a for help", None).await;
+    assert_eq!(status, 202, "{sent}");
+    // r's turn sent the message to a before it ended
+    host.wait_turn_end(
+        sent["session"].as_str().unwrap(),
+        sent["seq"].as_i64().unwrap(),
+    )
+    .await;
+    let session = SessionKey {
+        bot: BotId::new("a").unwrap(),
+        kind: SessionKind::Agent,
+        peer: "r".into(),
+    }
+    .id()
+    .to_string();
+    let notice = host
+        .wait_for(&session, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+                .cloned()
+        })
+        .await;
+    let text = notice["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("I could not finish working on the message from bot r: ")
+            && text.contains("the endpoint answered 500")
+            && !text.contains("your message"),
+        "{notice}"
+    );
+    assert!(notice["retry_turn"].is_string(), "{notice}");
+    host.shutdown().await;
+}
