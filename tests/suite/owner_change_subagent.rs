@@ -51,7 +51,19 @@ const PROGRESS: &str = "progress.txt";
 /// What the subagent reports if its task runs to the end.
 const DONE: &str = "SUBDONE";
 
-const TOOLS: &[&str] = &["SendMessage", "Task", "CheckSubagent", "Shell"];
+const TOOLS: &[&str] = &[
+    "SendMessage",
+    "Task",
+    "CheckSubagent",
+    "MessageSubagent",
+    "Shell",
+];
+
+/// What alice asks `boss` for once it is hers again: more work for the
+/// subagent, given with MessageSubagent as [`STEER`].
+const MORE: &str = "MORE for the subagent";
+/// The work [`MORE`] gives the subagent.
+const STEER: &str = "STEER carry on";
 
 /// Whether `request` is one of the subagent's (its task is in it).
 fn is_subagent(request: &Value) -> bool {
@@ -94,6 +106,16 @@ fn model(request: &Value, steps: usize, after: &AtomicBool, gate: &watch::Receiv
         };
     }
     let after_tool = last_message(request).is_some_and(|m| m["role"] == "tool");
+    let asked_more = user_texts(request).last().is_some_and(|t| t.contains(MORE));
+    if asked_more {
+        let sub = user_texts(request)
+            .iter()
+            .find_map(|t| t.split("SUB=").nth(1).map(|id| id.trim().to_owned()));
+        return match (after_tool, sub) {
+            (false, Some(id)) => call(n, "MessageSubagent", json!({ "id": id, "text": STEER })),
+            _ => Reply::text(""),
+        };
+    }
     let report = user_texts(request)
         .iter()
         .rev()
@@ -246,6 +268,9 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
         check.contains("[failed]") && check.contains("your former owner"),
         "CheckSubagent: {check}"
     );
+    // nor does CheckSubagent quote alice's task to bob's bot (review:
+    // it read the task session past its floor)
+    assert!(!check.contains(SUBTASK), "CheckSubagent: {check}");
 
     // the task ended in its session, saying why, without a model call
     let task = session_id(&sub, SessionKind::Subagent, "boss");
@@ -293,6 +318,49 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
     );
     assert!(alice.entries_after(&own, 0).await.is_err());
     assert!(alice.entries_after(&task, 0).await.is_err());
+
+    // given back to alice, her task is whole again: she reads it, and
+    // more work she has boss give it runs with the task in its context
+    // (review: the first change's floor stayed, and cut the subagent's
+    // context whoever owned the session)
+    host.kill9().await;
+    let fleet = fleet.without_bot("boss").bot("boss", "main", TOOLS);
+    fleet.write();
+    let host = HostProcess::start(&path, port, &log).await;
+    let alice = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let es = alice.entries_after(&task, 0).await.unwrap();
+    assert!(
+        es.iter().any(|e| e.to_string().contains(SUBTASK)),
+        "alice does not read her task: {es:#?}"
+    );
+    let before_more = server.request_count();
+    let (status, sent) = alice
+        .send_message(
+            "boss",
+            &format!("{MORE} SUB={sub}"),
+            &format!("more-{steps}"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.as_u16(), 202, "{sent}");
+    let steered = poll(30, async || {
+        let found = server
+            .requests()
+            .iter()
+            .skip(before_more)
+            .find(|r| {
+                let texts = user_texts(&r.body);
+                texts.iter().any(|t| t.contains(STEER)) && !texts.iter().any(|t| t.contains(MORE))
+            })
+            .map(|r| r.body.clone());
+        found.ok_or_else(|| format!("{} requests", server.request_count()))
+    })
+    .await;
+    assert!(
+        is_subagent(&steered),
+        "the subagent's context lost its task: {:?}",
+        user_texts(&steered)
+    );
     host.kill9().await;
     server.shutdown().await;
 }

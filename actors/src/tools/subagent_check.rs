@@ -98,11 +98,23 @@ impl Tool for CheckSubagent {
             }
         }
         let session = subagent_session(&sub.id, &ctx.bot.id).id();
-        let recent = ctx
+        let mut recent = ctx
             .store()
             .tail_entries(session, 64)
             .await
             .map_err(store_error)?;
+        // a task its owner reads from a change of owner on (given in the
+        // former owner's DM): what came before is not theirs, nor their
+        // bot's to quote (review: CheckSubagent quoted the task the
+        // session's floor hid)
+        if let Some((from, _)) = ctx
+            .store()
+            .session_floor(session, &ctx.bot.owner)
+            .await
+            .map_err(store_error)?
+        {
+            recent.retain(|e| e.seq >= from);
+        }
         // its last message: progress while it works, its report once done
         let last_message = recent.iter().rev().find_map(|e| match &e.kind {
             EntryKind::Delivery { text, .. } => Some(text.chars().take(300).collect::<String>()),

@@ -37,6 +37,13 @@ pub(crate) fn set(
     Ok(())
 }
 
+/// Takes `session`'s floor away: its owner reads it from the start.
+pub(crate) fn clear(conn: &Connection, session: SessionId) -> Result<()> {
+    conn.prepare_cached("DELETE FROM session_floors WHERE session_id = ?1")?
+        .execute(params![session.to_string()])?;
+    Ok(())
+}
+
 /// Where `user` starts reading `session`: (first seq, first time in ms),
 /// `None` when from the start.
 pub(crate) fn floor(

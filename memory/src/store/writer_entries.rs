@@ -161,15 +161,18 @@ impl Writer {
             .prepare_cached("SELECT owner FROM sessions WHERE id = ?1")?
             .query_row(params![origin.to_string()], |r| r.get(0))
             .optional()?;
-        if origin_owner.is_none_or(|o| o == parent.owner.as_str()) {
-            return Ok(());
-        }
         let task = SessionKey {
             bot: child.clone(),
             kind: SessionKind::Subagent,
             peer: parent.id.to_string(),
         }
         .id();
+        if origin_owner.is_none_or(|o| o == parent.owner.as_str()) {
+            // given back to the person whose task it is: read whole again
+            // (review: the floor of the change before stayed, and a task
+            // given more work ran without its start in its context)
+            return session_floors::clear(&self.conn, task);
+        }
         let from = self.next_seq(task)?;
         session_floors::set(&self.conn, task, &parent.owner, from, now)
     }
