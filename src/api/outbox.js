@@ -81,7 +81,7 @@ let uid = 0;
  * be discarded.
  */
 class Pending {
-  constructor({ to, text, key = uuidv7(), reached = false, failed = null, renew = false }) {
+  constructor({ to, text, key = uuidv7(), reached = false, failed = null, renew = false, tried = false }) {
     this.id = ++uid;
     this.to = to;
     this.conv = convOf(to);
@@ -97,12 +97,18 @@ class Pending {
     this.timer = 0;
     this.wait = RESEND_MIN_MS;
     this.last = 0;
+    /** Whether a request has carried it: one that waited behind an
+     * earlier message and was never sent cannot be on the host. */
+    this.tried = tried;
+    /** Not asked again by itself before this time (ms): a 429's
+     * Retry-After. */
+    this.notBefore = 0;
   }
 
   /** What localStorage keeps of it. */
   record() {
     const failed = this.state === "failed" ? this.message : null;
-    return { key: this.key, to: this.to, text: this.text, reached: this.reached, failed, renew: this.renew, tag: tokenTag(auth.token) };
+    return { key: this.key, to: this.to, text: this.text, reached: this.reached, failed, renew: this.renew, tried: this.tried, tag: tokenTag(auth.token) };
   }
 }
 
@@ -223,8 +229,11 @@ class Outbox {
     for (const r of records) {
       if (!r || r.tag !== tag || held.has(r.key) || !r.to || typeof r.text !== "string") continue;
       // in flight or unanswered when it was kept: it may have reached
-      const p = new Pending({ to: r.to, text: r.text, key: r.key, reached: r.failed ? Boolean(r.reached) : true, failed: r.failed || null, renew: Boolean(r.renew) });
-      if (p.state !== "failed") p.state = "unconfirmed";
+      // (unless it never left: it waited behind an earlier message; a
+      // record without `tried` is from before it was kept)
+      const tried = r.tried !== false;
+      const p = new Pending({ to: r.to, text: r.text, key: r.key, reached: r.failed ? Boolean(r.reached) : Boolean(r.reached) || tried, failed: r.failed || null, renew: Boolean(r.renew), tried });
+      if (p.state !== "failed" && p.reached) p.state = "unconfirmed";
       this.items.set(p.id, p);
       this.tell(p, "added");
       if (p.state !== "failed") this.attempt(p);
@@ -272,7 +281,7 @@ class Outbox {
 
   /** Asks `p` again now if it waits for an answer and was not just asked. */
   nudge(p) {
-    if (p.state === "unconfirmed" && !p.busy && Date.now() - p.last >= NUDGE_MS) this.attempt(p);
+    if (p.state === "unconfirmed" && !p.busy && Date.now() - p.last >= NUDGE_MS && Date.now() >= p.notBefore) this.attempt(p);
   }
 
   set(p, state, message = "") {
@@ -299,11 +308,14 @@ class Outbox {
     const first = this.ahead(p);
     if (first) {
       p.queued = true;
-      if (!first.busy) this.attempt(first);
+      // a retried refusal reads as waiting to be sent, not as refused
+      if (p.state === "failed") this.set(p, "sending");
+      if (!first.busy && Date.now() >= first.notBefore) this.attempt(first);
       return;
     }
     p.queued = false;
     p.busy = true;
+    p.tried = true;
     p.last = Date.now();
     // an unconfirmed message keeps its words while it is asked again
     if (p.state !== "unconfirmed") this.set(p, "sending");
@@ -340,6 +352,7 @@ class Outbox {
       // went unanswered
       if (e.status !== 429) p.reached = true;
       p.limited = e.status === 429;
+      p.notBefore = Date.now() + (e.retryAfterMs || 0);
       this.set(p, "unconfirmed", e.message);
       // not before the host's Retry-After
       if (this.items.has(p.id)) p.timer = setTimeout(() => this.attempt(p), Math.max(p.wait, e.retryAfterMs || 0));

@@ -134,3 +134,65 @@ async fn the_change_stream_connects_again_once_a_request_is_answered() {
     );
     ui_page::finish(browser, host).await;
 }
+
+/// A message written while an earlier one is unconfirmed waits behind it
+/// and is never sent; after a reload (with the network back) it goes once
+/// the earlier one is answered, and a refusal of it (too long) reads as
+/// "Not sent", with Edit and Discard. (Review: kept as in flight, it came
+/// back as "may have reached", and the refusal left it "Not confirmed"
+/// with only a Retry that could only fail again.)
+#[tokio::test]
+async fn a_message_that_waited_and_never_left_is_refused_as_not_sent_after_a_reload() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
+    let session = dm["session"].as_str().unwrap().to_owned();
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.find("#conn.live").await;
+    browser.js(MESSAGES_LOST, json!([])).await;
+    browser
+        .type_in(".composer textarea", &format!("written first{ENTER}"))
+        .await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
+        .await;
+    // over the host's 32,000 characters: it waits behind the first
+    browser
+        .js(
+            "document.querySelector('.composer textarea').value = 'x'.repeat(32001)",
+            json!([]),
+        )
+        .await;
+    browser.type_in(".composer textarea", ENTER).await;
+    browser
+        .wait_js(
+            "two messages kept, the second never sent",
+            r#"const kept = JSON.parse(localStorage.getItem("botfleet.outbox") || "[]");
+               return kept.length === 2 && kept.some((r) => r.text.length === 32001);"#,
+            json!([]),
+        )
+        .await;
+
+    // the reloaded page has the network back
+    browser.js("location.reload()", json!([])).await;
+    browser
+        .wait_js(
+            "the long message refused as not sent, with Edit and Discard",
+            r#"const li = [...document.querySelectorAll(".outbox li")].find((l) => l.classList.contains("unsent"));
+               if (!li) return null;
+               const buttons = [...li.querySelectorAll("button")].map((b) => b.textContent);
+               return buttons.includes("Edit") && buttons.includes("Discard") ? buttons : null;"#,
+            json!([]),
+        )
+        .await;
+    let texts: Vec<String> = host
+        .entries(&session)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(texts, ["written first"]);
+    ui_page::finish(browser, host).await;
+}
