@@ -638,6 +638,16 @@ async fn serve_a_cut_event(
     (serve_completions(axum::routing::post(answer)).await, calls)
 }
 
+/// A model of `base_url` with `max_retries`, its backoff 1 ms.
+fn fast_model(base_url: String, max_retries: u32) -> OpenAiModel {
+    OpenAiModel::new(OpenAiOptions {
+        max_retries,
+        backoff_base: Duration::from_millis(1),
+        ..OpenAiOptions::new(base_url, "test-model")
+    })
+    .unwrap()
+}
+
 /// Regression: one cut-off event in the middle of a valid stream failed
 /// the turn at once, blaming `base_url` ("the answer is not an OpenAI chat
 /// completion") and naming a field's type instead of the JSON that broke
@@ -647,21 +657,13 @@ async fn serve_a_cut_event(
 async fn a_corrupt_event_mid_stream_is_retried_as_a_broken_answer() {
     use std::sync::atomic::Ordering;
 
-    let fast = |base_url, max_retries| {
-        OpenAiModel::new(OpenAiOptions {
-            max_retries,
-            backoff_base: Duration::from_millis(1),
-            ..OpenAiOptions::new(base_url, "test-model")
-        })
-        .unwrap()
-    };
     let (base_url, calls) = serve_a_corrupt_event(true).await;
-    let (result, _) = complete(&fast(base_url, 2), &request("x")).await;
+    let (result, _) = complete(&fast_model(base_url, 2), &request("x")).await;
     assert_eq!(result.unwrap().text, "hello world");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 
     let (base_url, calls) = serve_a_corrupt_event(false).await;
-    let (result, _) = complete(&fast(base_url, 1), &request("x")).await;
+    let (result, _) = complete(&fast_model(base_url, 1), &request("x")).await;
     let error = result.unwrap_err();
     let said = error.to_string();
     assert!(
@@ -681,21 +683,13 @@ async fn a_corrupt_event_mid_stream_is_retried_as_a_broken_answer() {
 async fn a_cut_off_first_event_is_retried_as_a_broken_answer() {
     use std::sync::atomic::Ordering;
 
-    let fast = |base_url, max_retries| {
-        OpenAiModel::new(OpenAiOptions {
-            max_retries,
-            backoff_base: Duration::from_millis(1),
-            ..OpenAiOptions::new(base_url, "test-model")
-        })
-        .unwrap()
-    };
     let (base_url, calls) = serve_a_cut_event(true, true).await;
-    let (result, _) = complete(&fast(base_url, 2), &request("x")).await;
+    let (result, _) = complete(&fast_model(base_url, 2), &request("x")).await;
     assert_eq!(result.unwrap().text, "hello world");
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 
     let (base_url, calls) = serve_a_cut_event(false, true).await;
-    let (result, _) = complete(&fast(base_url, 1), &request("x")).await;
+    let (result, _) = complete(&fast_model(base_url, 1), &request("x")).await;
     let said = result.unwrap_err().to_string();
     assert!(
         said.contains("broke off after 2 attempt(s)")

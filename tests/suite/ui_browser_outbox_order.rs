@@ -14,8 +14,10 @@
 
 use serde_json::json;
 
+use crate::support::browser::Browser;
 use crate::support::browser::ENTER;
 use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestHost;
 use crate::support::process::poll;
 use crate::support::ui_page;
 use crate::support::ui_page::SCRIPT;
@@ -47,11 +49,11 @@ const STREAM_DOWN: &str = r#"
       return f.apply(this, arguments);
     };"#;
 
-#[tokio::test]
-async fn a_message_written_after_an_unconfirmed_one_reaches_the_bot_after_it() {
-    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
-        return;
-    };
+/// The browser on alice's DM with the echo bot `r`, live, where "written
+/// first" went unanswered ([`MESSAGES_LOST`], still down); the DM's
+/// session. `None` when the browser is not installed.
+async fn first_unconfirmed() -> Option<(Browser, TestHost, String)> {
+    let (browser, host) = ui_page::start(fleet_with_r(SCRIPT)).await?;
     let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
     let session = dm["session"].as_str().unwrap().to_owned();
     ui_page::open_dm(&browser, &host, "r").await;
@@ -63,6 +65,24 @@ async fn a_message_written_after_an_unconfirmed_one_reaches_the_bot_after_it() {
     browser
         .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
         .await;
+    Some((browser, host, session))
+}
+
+/// The texts of the person's messages `session` holds, in order.
+async fn user_texts(host: &TestHost, session: &str) -> Vec<String> {
+    host.entries(session)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_message_written_after_an_unconfirmed_one_reaches_the_bot_after_it() {
+    let Some((browser, host, session)) = first_unconfirmed().await else {
+        return;
+    };
     // the host answers again; the next message is written before the
     // first one's resend (2 s after its failure) comes
     browser.js("window.down = false", json!([])).await;
@@ -70,13 +90,7 @@ async fn a_message_written_after_an_unconfirmed_one_reaches_the_bot_after_it() {
         .type_in(".composer textarea", &format!("written second{ENTER}"))
         .await;
     let texts = poll(30, async || {
-        let texts: Vec<String> = host
-            .entries(&session)
-            .await
-            .iter()
-            .filter(|e| e["kind"] == "user_message")
-            .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
-            .collect();
+        let texts = user_texts(&host, &session).await;
         if texts.len() >= 2 {
             Ok(texts)
         } else {
@@ -143,20 +157,9 @@ async fn the_change_stream_connects_again_once_a_request_is_answered() {
 /// with only a Retry that could only fail again.)
 #[tokio::test]
 async fn a_message_that_waited_and_never_left_is_refused_as_not_sent_after_a_reload() {
-    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+    let Some((browser, host, session)) = first_unconfirmed().await else {
         return;
     };
-    let (_, dm) = host.get("/v1/bots/r/session", TOKEN).await;
-    let session = dm["session"].as_str().unwrap().to_owned();
-    ui_page::open_dm(&browser, &host, "r").await;
-    browser.find("#conn.live").await;
-    browser.js(MESSAGES_LOST, json!([])).await;
-    browser
-        .type_in(".composer textarea", &format!("written first{ENTER}"))
-        .await;
-    browser
-        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
-        .await;
     // over the host's 32,000 characters: it waits behind the first
     browser
         .js(
@@ -186,13 +189,6 @@ async fn a_message_that_waited_and_never_left_is_refused_as_not_sent_after_a_rel
             json!([]),
         )
         .await;
-    let texts: Vec<String> = host
-        .entries(&session)
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "user_message")
-        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    assert_eq!(texts, ["written first"]);
+    assert_eq!(user_texts(&host, &session).await, ["written first"]);
     ui_page::finish(browser, host).await;
 }
