@@ -238,11 +238,17 @@ const WAKE_MIN_MS = 1000;
  * stands). */
 let wake = null;
 
+/** This tab's change signals (app.js makes one): a tab that does not
+ * read the stream itself tells the tab that does (`wakeRelay`, tabs.js). */
+let tabSignals = null;
+
 /** Another request was answered: the host is back, so the stream, if it
- * waits to try again (backing off up to 30 s after an outage), tries now.
- * A reply the host stored was shown up to 30 s late (QA, 2026-12-07). */
+ * waits to try again (backing off up to 30 s after an outage), tries now,
+ * in this tab or in the tab that reads it for this one. A reply the host
+ * stored was shown up to 30 s late (QA, 2026-12-07). */
 function wakeStream() {
   if (wake) wake();
+  else if (tabSignals && tabSignals.wakeRelay) tabSignals.wakeRelay();
 }
 
 /** Waits `ms`, or less once woken (`wakeStream`), but at least
@@ -318,6 +324,16 @@ export class Signals {
     /** Set by the leading tab (tabs.js): forwards {kind: "state", state,
      * message} and {kind: "event", event} to the other tabs. */
     this.relay = null;
+    /** Set by a tab that follows another's stream (tabs.js): asks the
+     * leading tab to try the stream now ({@link wakeStream}). */
+    this.wakeRelay = null;
+    tabSignals = this;
+  }
+
+  /** Ends the wait of the stream this tab reads between two tries (a
+   * following tab's request was answered). */
+  wakeNow() {
+    if (wake) wake();
   }
 
   subscribe(fn) {

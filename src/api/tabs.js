@@ -153,10 +153,19 @@ async function join(signals, token, stop) {
       signals.relay = null;
     },
   };
+  // a request this tab got answered while the stream is down: the leader,
+  // waiting to try again, tries now (once a second at most)
+  let woke = 0;
+  signals.wakeRelay = () => {
+    if (role.leading || stop.aborted || signals.now[0] === "live" || Date.now() - woke < 1000) return;
+    woke = Date.now();
+    channel.postMessage({ kind: "wake" });
+  };
   stop.addEventListener(
     "abort",
     () => {
       signals.relay = null;
+      signals.wakeRelay = null;
       channel.close();
     },
     { once: true },
@@ -173,6 +182,8 @@ async function join(signals, token, stop) {
       }
       // a tab asks whether the leader is still there (leaseElection)
       if (data.kind === "ping") channel.postMessage({ kind: "pong", to: data.from });
+      // another tab's request was answered: the host is back
+      if (data.kind === "wake") signals.wakeNow();
       return;
     }
     if (data.kind === "event") signals.emit(data.event);
