@@ -68,3 +68,53 @@ async fn a_failed_turn_over_another_bots_message_names_that_bot() {
     assert!(notice["retry_turn"].is_string(), "{notice}");
     host.shutdown().await;
 }
+
+const REPORT_SCRIPT: &str = r#"
+[[rule]]
+bot = "p"
+match = "your subagent"
+steps = [ { fail = "the endpoint answered 500" } ]
+
+[[rule]]
+bot = "p"
+match = "^delegate"
+steps = [
+  { calls = [
+      { tool = "Task", args = { description = "okjob", prompt = "SUBTASK do it" } },
+      { tool = "SendMessage", args = { text = "delegated" } },
+  ] },
+]
+
+[[rule]]
+match = "SUBTASK"
+steps = [ { tool = "SendMessage", args = { text = "report: done" } } ]
+"#;
+
+/// The turn a subagent's report wakes in the person's DM fails: the
+/// notice names the subagent whose report it was, not "your message"
+/// (the person's message was answered already: review, 2026-12-07).
+#[tokio::test]
+async fn a_failed_turn_over_a_subagents_report_in_a_dm_names_the_subagent() {
+    let host = TestFleet::new()
+        .script("s", REPORT_SCRIPT)
+        .bot("p", "s", &["SendMessage", "Task", "CheckSubagent"])
+        .start()
+        .await;
+    let (status, sent) = host.send("p", "delegate it", None).await;
+    assert_eq!(status, 202, "{sent}");
+    let dm = sent["session"].as_str().unwrap().to_owned();
+    let notice = host
+        .wait_for(&dm, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+                .cloned()
+        })
+        .await;
+    let text = notice["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("I could not finish working on the message from bot p.sub-")
+            && !text.contains("your message"),
+        "{notice}"
+    );
+    host.shutdown().await;
+}

@@ -201,6 +201,15 @@ impl Runner {
         // a routine's or a webhook's run names it, a subagent's task its
         // parent: nobody sent "a message" there (the session's peer is the
         // routine's or the hook's name, or the parent's id)
+        // the bots whose messages (or reports) the turn answered, when no
+        // person waits for it: the failure is theirs to name, in a DM too,
+        // where a subagent's report wakes its parent (review: "your
+        // message" to a person already answered)
+        let from_bots = (!self.state.owes_delivery && !self.scope.reply_to.is_empty()).then(|| {
+            let mut ids: Vec<&str> = self.scope.reply_to.iter().map(|r| r.bot.as_str()).collect();
+            ids.dedup();
+            ids.join(", ")
+        });
         let p = prompts();
         let text = match key.kind {
             SessionKind::Routine => p.routine_failed.render(&[
@@ -221,13 +230,18 @@ impl Runner {
             }
             // another bot's message (or its subagent's report): the owner
             // who reads it sent no message (soak: "your message")
-            SessionKind::Agent | SessionKind::Subagent => {
-                p.agent_failed
-                    .render(&[("bot", &key.peer), ("error", &error), ("turn", &turn)])
-            }
-            SessionKind::Dm | SessionKind::Group | SessionKind::Room => {
-                p.turn_failed.render(&[("error", &error), ("turn", &turn)])
-            }
+            SessionKind::Agent | SessionKind::Subagent => p.agent_failed.render(&[
+                ("bot", from_bots.as_deref().unwrap_or(&key.peer)),
+                ("error", &error),
+                ("turn", &turn),
+            ]),
+            SessionKind::Dm | SessionKind::Group | SessionKind::Room => match &from_bots {
+                Some(bots) => {
+                    p.agent_failed
+                        .render(&[("bot", bots), ("error", &error), ("turn", &turn)])
+                }
+                None => p.turn_failed.render(&[("error", &error), ("turn", &turn)]),
+            },
         }
         .unwrap_or_default();
         let notice = self.entry(
