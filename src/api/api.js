@@ -247,8 +247,13 @@ let tabSignals = null;
  * in this tab or in the tab that reads it for this one. A reply the host
  * stored was shown up to 30 s late (QA, 2026-12-07). */
 function wakeStream() {
-  if (wake) wake();
-  else if (tabSignals && tabSignals.wakeRelay) tabSignals.wakeRelay();
+  try {
+    if (wake) wake();
+    else if (tabSignals && tabSignals.wakeRelay) tabSignals.wakeRelay();
+  } catch (e) {
+    // a hint to the stream: never the answer of the request that gave it
+    console.error("could not wake the change stream", e);
+  }
 }
 
 /** Waits `ms`, or less once woken (`wakeStream`), but at least

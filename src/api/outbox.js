@@ -266,8 +266,12 @@ class Outbox {
   /** Sends `p` again now; after a 409, as a new message with a new key. */
   retry(p) {
     if (p.state === "failed" && p.renew) {
+      // the record under the old key goes: kept, a reload brought the
+      // message back as refused after its new key was sent (review)
+      persist(p, false);
       p.key = uuidv7();
       p.reached = false;
+      p.tried = false;
       p.renew = false;
     }
     return this.attempt(p);
@@ -308,8 +312,14 @@ class Outbox {
     const first = this.ahead(p);
     if (first) {
       p.queued = true;
-      // a retried refusal reads as waiting to be sent, not as refused
-      if (p.state === "failed") this.set(p, "sending");
+      // a retried refusal reads as waiting to be sent, not as refused;
+      // one the host never took waits as never sent (review: kept as
+      // tried, a reload took it for possibly stored, and its refusal then
+      // offered only a Retry that failed every time)
+      if (p.state === "failed") {
+        if (!p.reached) p.tried = false;
+        this.set(p, "sending");
+      }
       if (!first.busy && Date.now() >= first.notBefore) this.attempt(first);
       return;
     }

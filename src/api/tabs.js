@@ -130,8 +130,11 @@ export function shareStream(signals, token, stop) {
   join(signals, token, stop).catch((e) => {
     if (stop.aborted) return;
     // the lock was refused (a sandboxed frame, say): a stream of its own
+    // (and no leader to wake: the channel is closed, and posting to it
+    // threw inside a request the host had answered: review)
     console.error("cannot share the change stream with other tabs", e);
     signals.relay = null;
+    signals.wakeRelay = null;
     signals.run(stop);
   });
   return true;
