@@ -7,7 +7,10 @@ use botfleet_memory::BotId;
 use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 
+use serde_json::Value;
+
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 
 const SCRIPT: &str = r#"
 [[rule]]
@@ -27,6 +30,16 @@ steps = [ { fail = "the endpoint answered 500" } ]
 [[rule]]
 steps = [ { tool = "SendMessage", args = { text = "ok" } } ]
 "#;
+
+/// The `turn_failed` notice `session` comes to hold.
+async fn failure_notice(host: &TestHost, session: &str) -> Value {
+    host.wait_for(session, |es| {
+        es.iter()
+            .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
+            .cloned()
+    })
+    .await
+}
 
 #[tokio::test]
 async fn a_failed_turn_over_another_bots_message_names_that_bot() {
@@ -51,13 +64,7 @@ async fn a_failed_turn_over_another_bots_message_names_that_bot() {
     }
     .id()
     .to_string();
-    let notice = host
-        .wait_for(&session, |es| {
-            es.iter()
-                .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
-                .cloned()
-        })
-        .await;
+    let notice = failure_notice(&host, &session).await;
     let text = notice["text"].as_str().unwrap_or_default();
     assert!(
         text.starts_with("I could not finish working on the message from bot r: ")
@@ -103,13 +110,7 @@ async fn a_failed_turn_over_a_subagents_report_in_a_dm_names_the_subagent() {
     let (status, sent) = host.send("p", "delegate it", None).await;
     assert_eq!(status, 202, "{sent}");
     let dm = sent["session"].as_str().unwrap().to_owned();
-    let notice = host
-        .wait_for(&dm, |es| {
-            es.iter()
-                .find(|e| e["kind"] == "notice" && e["code"] == "turn_failed")
-                .cloned()
-        })
-        .await;
+    let notice = failure_notice(&host, &dm).await;
     let text = notice["text"].as_str().unwrap_or_default();
     assert!(
         text.starts_with("I could not finish working on the message from bot p.sub-")
