@@ -26,16 +26,6 @@ const CARD_SCRIPT: &str = r#"
 steps = [ { tool = "SendMessage", args = { text = "echo: {{input}}" } } ]
 "#;
 
-/// The texts of the person's messages in `session`.
-async fn user_messages(host: &TestHost, session: &str) -> Vec<String> {
-    host.entries(session)
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "user_message")
-        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 /// Clicks the button of a bot's card whose text is `label`.
 async fn click_card_button(browser: &Browser, label: &str) {
     let clicked = browser
@@ -122,7 +112,7 @@ async fn a_card_button_sends_nothing_the_person_has_not_seen() {
         )
         .await;
     assert_eq!(
-        user_messages(&host, &session).await,
+        ui_page::user_texts(&host, &session).await,
         ["hello", "buttons please", "Yes"]
     );
     // the box still holds the proposal; the person may send it
@@ -500,7 +490,7 @@ async fn an_answered_card_reads_answered_in_every_tab() {
         )
         .await;
     wait_card(&browser, "Deploy", answered.clone()).await;
-    assert_eq!(user_messages(&host, &session).await, ["hello", "No"]);
+    assert_eq!(ui_page::user_texts(&host, &session).await, ["hello", "No"]);
 
     // something else written after a card leaves it open; its "Later"
     // reply, sent as the box shows it, answers it

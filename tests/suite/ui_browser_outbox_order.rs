@@ -68,16 +68,6 @@ async fn first_unconfirmed() -> Option<(Browser, TestHost, String)> {
     Some((browser, host, session))
 }
 
-/// The texts of the person's messages `session` holds, in order.
-async fn user_texts(host: &TestHost, session: &str) -> Vec<String> {
-    host.entries(session)
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "user_message")
-        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_message_written_after_an_unconfirmed_one_reaches_the_bot_after_it() {
     let Some((browser, host, session)) = first_unconfirmed().await else {
@@ -90,7 +80,7 @@ async fn a_message_written_after_an_unconfirmed_one_reaches_the_bot_after_it() {
         .type_in(".composer textarea", &format!("written second{ENTER}"))
         .await;
     let texts = poll(30, async || {
-        let texts = user_texts(&host, &session).await;
+        let texts = ui_page::user_texts(&host, &session).await;
         if texts.len() >= 2 {
             Ok(texts)
         } else {
@@ -186,7 +176,10 @@ async fn a_message_that_waited_and_never_left_is_refused_as_not_sent_after_a_rel
             json!([]),
         )
         .await;
-    assert_eq!(user_texts(&host, &session).await, ["written first"]);
+    assert_eq!(
+        ui_page::user_texts(&host, &session).await,
+        ["written first"]
+    );
     ui_page::finish(browser, host).await;
 }
 
@@ -380,7 +373,10 @@ async fn a_message_sent_again_under_a_new_key_leaves_nothing_behind() {
     browser.js("location.reload()", json!([])).await;
     browser.wait_text(".log", "echo: under a new key").await;
     assert_eq!(browser.count(".outbox li").await, 0);
-    assert_eq!(user_texts(&host, &session).await, ["under a new key"]);
+    assert_eq!(
+        ui_page::user_texts(&host, &session).await,
+        ["under a new key"]
+    );
     ui_page::finish(browser, host).await;
 }
 
@@ -421,7 +417,7 @@ async fn a_tab_with_a_stream_of_its_own_takes_answered_requests_as_answered() {
         .type_in(".composer textarea", &format!("on my own stream{ENTER}"))
         .await;
     poll(30, async || {
-        let texts = user_texts(&host, &session).await;
+        let texts = ui_page::user_texts(&host, &session).await;
         if texts.is_empty() {
             Err("not stored yet".to_owned())
         } else {

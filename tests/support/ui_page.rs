@@ -168,6 +168,16 @@ pub async fn append_notices(host: &TestHost, session: &str, n: usize) {
     append(host, session, "system", notices).await;
 }
 
+/// The texts of the person's messages `session` holds, in order.
+pub async fn user_texts(host: &TestHost, session: &str) -> Vec<String> {
+    host.entries(session)
+        .await
+        .iter()
+        .filter(|e| e["kind"] == "user_message")
+        .map(|e| e["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
 /// Writes `batch` to the host's store.
 pub async fn write(host: &TestHost, batch: Vec<Mutation>) {
     let rt = host.host.as_ref().unwrap().fleet.runtime();
