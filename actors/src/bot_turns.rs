@@ -400,20 +400,19 @@ impl BotState {
                     tracing::info!(bot = %self.record.id, left_ms = left, "daily token budget spent; paused");
                     myself.send_after(pause_timer(left), || BotMsg::Unpause);
                 }
-                if report.status.is_some() {
+                if let Some(status) = report.status {
                     // the store took the run's writes
                     self.store_wait = None;
-                }
-                // the run that stopped for the cancel (or recorded its
-                // failure) ended so; any other end (a reply before the
-                // cancel took, an interrupt whose inputs run again) is not
-                // the cancel's doing (review: `true` for those too)
-                match report.status {
-                    Some(TurnStatus::Cancelled | TurnStatus::Failed) => {
-                        answer_cancel(cancel.take(), CancelAnswer::Cancelled);
-                    }
-                    Some(_) => answer_cancel(cancel.take(), CancelAnswer::Nothing),
-                    None => {}
+                    // the run that stopped for the cancel (or recorded its
+                    // failure) ended so; any other end (a reply before the
+                    // cancel took, an interrupt whose inputs run again) is
+                    // not the cancel's doing (review: `true` for those too)
+                    let answer = if matches!(status, TurnStatus::Cancelled | TurnStatus::Failed) {
+                        CancelAnswer::Cancelled
+                    } else {
+                        CancelAnswer::Nothing
+                    };
+                    answer_cancel(cancel.take(), answer);
                 }
                 match report.status {
                     Some(TurnStatus::Interrupted) => {
