@@ -186,8 +186,7 @@ export async function call(name, params = {}, opts = {}) {
     const err = (data && typeof data === "object" && data.error) || {};
     const refused = new ApiError(resp.status, err.code || `http_${resp.status}`, err.message || `${method} ${path} answered ${resp.status}`, data);
     // how long the host asked to wait before the next try (429, 503)
-    const seconds = Number(resp.headers.get("Retry-After"));
-    refused.retryAfterMs = Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : 0;
+    refused.retryAfterMs = retryAfterMs(resp);
     throw refused;
   }
   // the host answers: a change stream waiting to try again tries now
@@ -226,7 +225,8 @@ const sleep = (ms, signal) =>
 /** No byte for this long (the host sends a keep-alive every 15 s): reconnect. */
 const SILENCE_MS = 45000;
 
-/** Longest wait a host's Retry-After may ask of the stream. */
+/** Longest wait a host's Retry-After may ask (of the stream, of a
+ * message's next send). */
 const MAX_RETRY_AFTER_MS = 300000;
 
 /** Fewest ms between two tries of the change stream that a request the
@@ -289,9 +289,14 @@ async function refusal(resp) {
   } catch {
     // not the API's JSON (a proxy's page): the status says enough
   }
+  return { message, retryAfterMs: retryAfterMs(resp) };
+}
+
+/** The wait (ms) `resp`'s Retry-After asks for, in seconds, at most
+ * MAX_RETRY_AFTER_MS; 0 when it asks none. */
+function retryAfterMs(resp) {
   const seconds = Number(resp.headers.get("Retry-After"));
-  const retryAfterMs = Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : 0;
-  return { message, retryAfterMs };
+  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, MAX_RETRY_AFTER_MS) : 0;
 }
 
 /**
