@@ -206,8 +206,13 @@ impl Runner {
         // where a subagent's report wakes its parent (review: "your
         // message" to a person already answered)
         let from_bots = (!self.state.owes_delivery && !self.scope.reply_to.is_empty()).then(|| {
-            let mut ids: Vec<&str> = self.scope.reply_to.iter().map(|r| r.bot.as_str()).collect();
-            ids.dedup();
+            // one per bot (it may have written from two of its sessions)
+            let mut ids: Vec<&str> = Vec::new();
+            for r in &self.scope.reply_to {
+                if !ids.contains(&r.bot.as_str()) {
+                    ids.push(r.bot.as_str());
+                }
+            }
             ids.join(", ")
         });
         let p = prompts();
