@@ -45,6 +45,7 @@ use super::mirror_file::MirrorFile;
 use super::mirror_file::Opened;
 use super::mirror_file::aside_path;
 use super::mirror_file::cut_back;
+use super::mirror_file::make_bot_dir;
 use super::mirror_file::open_file;
 use super::mirror_file::push_line;
 use super::mirror_file::remove_session_files;
@@ -380,7 +381,7 @@ impl JsonlMirror {
             return Ok(());
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+            make_bot_dir(dir)?;
         }
         let tmp = PathBuf::from(format!("{}.rebuild", path.display()));
         let written = match write_from_store(&store, &tmp, session, before_gid) {

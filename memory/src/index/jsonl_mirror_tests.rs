@@ -310,3 +310,52 @@ async fn a_file_that_follows_on_is_appended_to() -> TestResult {
     store.close().await;
     Ok(())
 }
+
+/// Regression (CI flake of `deleting_transcripts_under_a_running_host_…`):
+/// the mirror checks that its root is in place, then opens a session's
+/// file, making its directory. A root deleted between the two was made
+/// again (`create_dir_all`), holding only that file and then a resume
+/// marker: the mirror went on, `/healthz` said `ok`, and a restart took
+/// the new root for the whole mirror, so the other sessions' files were
+/// never written again. Opening a file (a new one, or one written again
+/// from the store) makes the bot's directory only, and fails without the
+/// root.
+#[tokio::test]
+async fn a_file_opened_just_after_the_root_was_deleted_does_not_make_it_again() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(crate::store::StoreOptions::new(dir.path().join("fleet.db")))?;
+    let id = crate::index::test_support::seed(&store, "r", "alice", &["one", "two"]).await?;
+    let root = dir.path().join("transcripts");
+    let mut mirror = JsonlMirror::open(&root)?.with_store(store.clone());
+    let path = mirror.path_of(&bot("r"), id);
+    // deleted after the check that passed
+    mirror.check_root_in_place()?;
+    std::fs::remove_dir_all(&root)?;
+
+    let opened = open_file(&path);
+    assert!(
+        matches!(&opened, Err(IndexError::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound),
+        "{:?}",
+        opened.as_ref().err()
+    );
+    assert!(!root.exists(), "opening a file made the root again");
+    let restored = mirror.restore_missing(&path, id, 100, "was missing");
+    assert!(restored.is_err(), "written again without its root");
+    assert!(!root.exists(), "writing a file again made the root again");
+    assert!(mirror.root_gone());
+    store.close().await;
+    Ok(())
+}
+
+#[test]
+fn a_bots_directory_is_made_once_and_a_file_in_its_place_is_an_error() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let bot_dir = dir.path().join("r");
+    make_bot_dir(&bot_dir)?;
+    make_bot_dir(&bot_dir)?;
+    assert!(bot_dir.is_dir());
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"")?;
+    assert!(make_bot_dir(&file).is_err());
+    Ok(())
+}

@@ -159,12 +159,26 @@ pub(super) fn cut_back(path: &Path, len: u64) {
     }
 }
 
+/// Makes a bot's directory in the mirror's root, never the root itself. A
+/// root deleted while the host runs stops the mirror, but the mirror's
+/// check that its root is in place may pass just before the deletion:
+/// making the root again here would leave one holding only this file and
+/// a resume marker, which a restart takes for the whole mirror (the other
+/// sessions' files never written again).
+pub(super) fn make_bot_dir(dir: &Path) -> Result<(), IndexError> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(IndexError::io(dir, e)),
+    }
+}
+
 /// Opens a session file for appending, repairing a cut last line and
 /// reading the gid of the last complete one.
 pub(super) fn open_file(path: &Path) -> Result<Opened, IndexError> {
     let io = |e| IndexError::io(path, e);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+        make_bot_dir(dir)?;
     }
     let mut file = OpenOptions::new()
         .read(true)
