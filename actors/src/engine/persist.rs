@@ -14,6 +14,7 @@ use crate::engine::unanswered::Removal;
 use crate::engine::unanswered::newest_questions;
 use crate::engine::unanswered::owner_changed_notice;
 use crate::engine::unanswered::removal_notice;
+use crate::tools::ReplyTo;
 
 /// What a committed batch wrote that the runner follows up on.
 #[path = "written.rs"]
@@ -205,16 +206,8 @@ impl Runner {
         // person waits for it: the failure is theirs to name, in a DM too,
         // where a subagent's report wakes its parent (review: "your
         // message" to a person already answered)
-        let from_bots = (!self.state.owes_delivery && !self.scope.reply_to.is_empty()).then(|| {
-            // one per bot (it may have written from two of its sessions)
-            let mut ids: Vec<&str> = Vec::new();
-            for r in &self.scope.reply_to {
-                if !ids.contains(&r.bot.as_str()) {
-                    ids.push(r.bot.as_str());
-                }
-            }
-            ids.join(", ")
-        });
+        let from_bots = (!self.state.owes_delivery && !self.scope.reply_to.is_empty())
+            .then(|| bots_named(&self.scope.reply_to));
         let p = prompts();
         let text = match key.kind {
             SessionKind::Routine => p.routine_failed.render(&[
@@ -819,6 +812,19 @@ fn one_checkpoint(batch: &mut Vec<Mutation>, turn: TurnId) {
         at += 1;
         kept
     });
+}
+
+/// The bots a turn answered, each once, in the order they first wrote
+/// (a bot that wrote from two of its sessions has two [`ReplyTo`]s, not
+/// always side by side).
+fn bots_named(reply_to: &[ReplyTo]) -> String {
+    let mut ids: Vec<&str> = Vec::with_capacity(reply_to.len());
+    for r in reply_to {
+        if !ids.contains(&r.bot.as_str()) {
+            ids.push(r.bot.as_str());
+        }
+    }
+    ids.join(", ")
 }
 
 #[cfg(test)]

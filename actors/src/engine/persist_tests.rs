@@ -63,3 +63,26 @@ fn another_turns_checkpoint_is_left_alone() {
     one_checkpoint(&mut batch, turn);
     assert_eq!(steps(&batch), vec![(other, 7)]);
 }
+
+fn reply(bot: &str, session: u8) -> ReplyTo {
+    ReplyTo {
+        bot: BotId::new(bot).unwrap(),
+        session: botfleet_memory::SessionKey {
+            bot: BotId::new(bot).unwrap(),
+            kind: SessionKind::Agent,
+            peer: format!("peer{session}"),
+        }
+        .id(),
+        asked_at: 0,
+    }
+}
+
+/// Regression (review, cf3e80d): a bot that wrote from two of its
+/// sessions, with another bot's message between, was named twice in the
+/// failure notice (`Vec::dedup` drops neighbours only).
+#[test]
+fn the_failure_notice_names_each_bot_once_in_the_order_they_wrote() {
+    let reply_to = [reply("r", 1), reply("x", 1), reply("r", 2), reply("x", 1)];
+    assert_eq!(bots_named(&reply_to), "r, x");
+    assert_eq!(bots_named(&[reply("r", 1)]), "r");
+}
