@@ -37,6 +37,8 @@ use crate::runtime::Runtime;
 /// makers and parents at each start.
 #[path = "fleet_derived.rs"]
 pub(crate) mod derived;
+#[path = "fleet_withheld.rs"]
+mod withheld;
 
 #[path = "fleet_claims.rs"]
 pub(crate) mod claims;
@@ -359,6 +361,13 @@ impl FleetHandle {
         derived::warn_missing_providers(all.values(), &providers);
         if !writes.is_empty() {
             rt.store.write(writes).await?;
+        }
+        // tasks given in a conversation that stays a former owner's: their
+        // titles and reports are withheld from the new owner, once the
+        // writes above set their sessions' floors (`fleet_withheld.rs`)
+        let withhold = withheld::withhold_given_tasks(&rt.store, now).await?;
+        if !withhold.is_empty() {
+            rt.store.write(withhold).await?;
         }
         let board = Arc::new(LiveBoard::default());
         let args = FleetArgs {

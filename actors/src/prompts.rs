@@ -205,6 +205,12 @@ prompts! {
     /// Notice of a failed turn answering another bot (a message or a
     /// subagent's report), naming it: the owner who reads it sent nothing.
     agent_failed => "agent_failed.md",
+    /// What a subagent's task reads as (its title, in its name and role
+    /// too) to the owner its bot was given to, when the task was given in
+    /// a conversation that stays its former owner's.
+    withheld_task => "withheld_task.md",
+    /// What such a task's last report reads as to that owner.
+    withheld_report => "withheld_report.md",
     /// Notice of a failed turn of a subagent's task, naming its parent
     /// (nobody sent it "a message": its parent gave it a task).
     task_failed => "task_failed.md",

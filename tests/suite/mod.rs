@@ -155,6 +155,7 @@ mod owner_change_pending;
 mod owner_change_rooms;
 mod owner_change_subagent;
 mod owner_change_turns;
+mod owner_change_withheld;
 mod owner_workspaces;
 mod project_forget;
 mod provider_base_url;

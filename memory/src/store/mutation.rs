@@ -239,6 +239,18 @@ pub enum Mutation {
         /// Report or error, if any.
         result: Option<String>,
     },
+    /// A subagent's task title (`description`) replaced, and its last
+    /// report or error, if it has one, replaced by `result`: the task was
+    /// given in a conversation that stays another person's when the bot
+    /// changed owner, and its title and report are that person's words.
+    WithholdSubagentTask {
+        /// The subagent's bot id.
+        id: crate::ids::BotId,
+        /// What its task reads as now.
+        description: String,
+        /// What a result it has reads as now.
+        result: String,
+    },
     /// A parent's stop of its subagent (StopSubagent), decided on the
     /// status it has as this commits, not as the call read it: its status
     /// set to `stopped` (its result kept), its open approvals expired with

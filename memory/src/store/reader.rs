@@ -36,6 +36,7 @@ pub(crate) use bots::subagent_of;
 pub(crate) use bots::subagent_stop;
 pub(crate) use bots::subagent_tasks;
 pub(crate) use bots::subagents_listed;
+pub(crate) use bots::subagents_of_floored_tasks;
 pub(crate) use bots::user_secrets;
 pub(crate) use entries::ENTRY_COLUMNS;
 pub(crate) use entries::collect_entries;

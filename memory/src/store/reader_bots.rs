@@ -345,6 +345,35 @@ pub(crate) fn get_subagent(
     Ok(query_subagents(conn, "WHERE id = ?1", params![id.as_str()])?.pop())
 }
 
+/// The subagents whose task session has a floor: tasks given in a
+/// conversation that stays another person's when their bot changed owner
+/// (`Writer::floor_task_of_unread_origin`). A start reads them once, to
+/// withhold their titles and reports from their new owner.
+pub(crate) fn subagents_of_floored_tasks(
+    conn: &Connection,
+) -> Result<Vec<crate::record::SubagentRecord>> {
+    let floored: std::collections::HashSet<String> = conn
+        .prepare_cached("SELECT session_id FROM session_floors")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if floored.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for sub in query_subagents(conn, "", [])? {
+        let task = crate::record::SessionKey {
+            bot: sub.id.clone(),
+            kind: crate::record::SessionKind::Subagent,
+            peer: sub.parent.to_string(),
+        }
+        .id();
+        if floored.contains(&task.to_string()) {
+            out.push(sub);
+        }
+    }
+    Ok(out)
+}
+
 /// A bot's usage: (all days, today).
 pub(crate) fn bot_usage(
     conn: &Connection,

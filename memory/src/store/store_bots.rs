@@ -246,6 +246,14 @@ impl Store {
         self.read(move |c| reader::subagent_stop(c, &id)).await
     }
 
+    /// The subagents whose task session its owner reads from a change of
+    /// owner on: tasks given in a conversation that stays another
+    /// person's (reader_bots.rs `subagents_of_floored_tasks`; reads every
+    /// subagent record, for a start).
+    pub async fn subagents_of_floored_tasks(&self) -> Result<Vec<crate::record::SubagentRecord>> {
+        self.read_many(reader::subagents_of_floored_tasks).await
+    }
+
     /// A subagent by its bot id.
     pub async fn get_subagent(&self, id: &BotId) -> Result<Option<crate::record::SubagentRecord>> {
         let id = id.clone();

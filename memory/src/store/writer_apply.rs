@@ -306,6 +306,20 @@ impl Writer {
                 set_subagent_status(&self.conn, id, *status, result.as_deref(), now)?;
                 Ok(MutationResult::Done)
             }
+            Mutation::WithholdSubagentTask {
+                id,
+                description,
+                result,
+            } => {
+                self.conn
+                    .prepare_cached(
+                        "UPDATE subagents SET description = ?2,
+                           result = CASE WHEN result IS NULL THEN NULL ELSE ?3 END
+                         WHERE id = ?1",
+                    )?
+                    .execute(params![id.as_str(), description, result])?;
+                Ok(MutationResult::Done)
+            }
             Mutation::StopSubagent { id, call } => self.stop_subagent(id, call, now, touched),
             Mutation::EndSubagentTask {
                 id,
