@@ -14,6 +14,7 @@ use std::path::Path;
 
 use super::ConfigError;
 use super::LoadedFleet;
+use super::RuntimeConfig;
 
 /// Shortest `host.max_text_chars`: below it ordinary messages (a
 /// paragraph, a pasted error line) would be refused.
@@ -314,9 +315,19 @@ impl LoadedFleet {
             ));
         }
         if r.debounce_max_ms < r.debounce_ms {
+            // named with both values: a file that raised only debounce_ms
+            // was told of a key it never wrote (docs audit)
+            let default = if r.debounce_max_ms == RuntimeConfig::default().debounce_max_ms {
+                ", its default when unset,"
+            } else {
+                ""
+            };
             return Err(self.invalid(
                 "runtime.debounce_max_ms",
-                "must be at least runtime.debounce_ms",
+                format!(
+                    "is {} ms{default} but must be at least runtime.debounce_ms ({} ms): raise runtime.debounce_max_ms too, or lower runtime.debounce_ms",
+                    r.debounce_max_ms, r.debounce_ms
+                ),
             ));
         }
         if r.debounce_max_ms > MAX_DEBOUNCE_MS {

@@ -417,6 +417,19 @@ fn numbers_that_break_the_host_are_refused() {
             "at least 1: 0 would refuse every message between bots",
         ),
         (
+            // only debounce_ms written: both values and the default named
+            // (docs audit: "must be at least runtime.debounce_ms", of a
+            // key the file never wrote)
+            with("runtime", "debounce_ms = 3000"),
+            "runtime.debounce_max_ms",
+            "is 2000 ms, its default when unset, but must be at least runtime.debounce_ms (3000 ms)",
+        ),
+        (
+            with("runtime", "debounce_ms = 3000\ndebounce_max_ms = 2500"),
+            "runtime.debounce_max_ms",
+            "is 2500 ms but must be at least runtime.debounce_ms (3000 ms): raise",
+        ),
+        (
             with("runtime", "debounce_max_ms = 3600000"),
             "runtime.debounce_max_ms",
             "at most 60000 ms",
