@@ -359,15 +359,24 @@ pub(crate) fn subagents_of_floored_tasks(
     if floored.is_empty() {
         return Ok(Vec::new());
     }
+    // ids and parents only: a fleet keeps every finished subagent, and
+    // few of them are floored
+    let subs: Vec<(String, String)> = conn
+        .prepare_cached("SELECT id, parent FROM subagents")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
     let mut out = Vec::new();
-    for sub in query_subagents(conn, "", [])? {
+    for (id, parent) in subs {
+        let id = BotId::new(&id).map_err(|e| corrupt("subagents", e.to_string()))?;
         let task = crate::record::SessionKey {
-            bot: sub.id.clone(),
+            bot: id.clone(),
             kind: crate::record::SessionKind::Subagent,
-            peer: sub.parent.to_string(),
+            peer: parent,
         }
         .id();
-        if floored.contains(&task.to_string()) {
+        if floored.contains(&task.to_string())
+            && let Some(sub) = get_subagent(conn, &id)?
+        {
             out.push(sub);
         }
     }
