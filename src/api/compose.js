@@ -257,8 +257,16 @@ class Outgoing {
           ? `${message} The page sends it again by itself when the host allows, with the same key, before anything you write after it.`
           : `${message} The host may already have this message: the page asks again with the same key until it answers, so it cannot arrive twice, also while you are elsewhere on the page.`,
       ),
-      h("button", { type: "button", class: "small", onclick: () => outbox.attempt(this.p) }, "Ask again now"),
+      h("button", { type: "button", class: "small", onclick: () => this.askNow() }, "Ask again now"),
     );
+  }
+
+  askNow() {
+    const wait = outbox.askNow(this.p);
+    if (wait > 0) {
+      const s = Math.ceil(wait / 1000);
+      toast(`The host asked to wait ${s} s more before this message is sent again; the page sends it then by itself.`);
+    }
   }
 
   failed(message, discard, refusal = 0) {

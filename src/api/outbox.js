@@ -301,6 +301,18 @@ class Outbox {
     if (state === "sent" || state === "failed") this.release(p.conv);
   }
 
+  /** The person's "Ask again now": not before the host's Retry-After. A
+   * message the host refused for its rate limit, asked again at once, is
+   * refused again and counts against the limit (QA: the button ignored
+   * the wait the page keeps to by itself). The ms left to wait, 0 when it
+   * was asked again. */
+  askNow(p) {
+    const wait = p.limited ? p.notBefore - Date.now() : 0;
+    if (wait > 0) return wait;
+    this.attempt(p);
+    return 0;
+  }
+
   async attempt(p) {
     clearTimeout(p.timer);
     if (p.busy || !this.items.has(p.id)) return;

@@ -434,3 +434,54 @@ async fn a_tab_with_a_stream_of_its_own_takes_answered_requests_as_answered() {
         .await;
     ui_page::finish(browser, host).await;
 }
+
+/// Messages to bots are refused for the rate limit, with a Retry-After
+/// of 4 s, while `window.limited` holds; `window.posts` counts them.
+const RATE_LIMITED: &str = r#"
+    window.limited = true;
+    window.posts = 0;
+    const f = window.fetch;
+    window.fetch = function (url, opts) {
+      const message = opts && opts.method === "POST" && String(url).includes("/messages");
+      if (message) window.posts += 1;
+      if (window.limited && message) {
+        window.limited = false;
+        return Promise.resolve(new Response(JSON.stringify({ error: {
+          code: "rate_limited", message: "too many messages; try again in 4 s" } }),
+          { status: 429, headers: { "content-type": "application/json", "retry-after": "4" } }));
+      }
+      return f.apply(this, arguments);
+    };"#;
+
+/// A message refused for the rate limit: "Ask again now" before the
+/// host's Retry-After sends nothing and says how long is left, and the
+/// page sends it by itself once the wait is over. (QA: the button asked
+/// at once, refused again and counted against the limit, though the
+/// page's own resends kept to the wait.)
+#[tokio::test]
+async fn ask_again_now_keeps_to_the_hosts_retry_after() {
+    let Some((browser, host)) = ui_page::start(fleet_with_r(SCRIPT)).await else {
+        return;
+    };
+    ui_page::open_dm(&browser, &host, "r").await;
+    browser.find("#conn.live").await;
+    browser.js(RATE_LIMITED, json!([])).await;
+    browser
+        .type_in(".composer textarea", &format!("limited one{ENTER}"))
+        .await;
+    browser
+        .wait_text(".outbox li.unconfirmed", "Not confirmed yet")
+        .await;
+    click_in_bubble(&browser, "limited one", "Ask again now").await;
+    browser
+        .wait_text("#toasts .toast", "The host asked to wait")
+        .await;
+    let posts = browser.js("return window.posts;", json!([])).await;
+    assert_eq!(posts, json!(1), "asked again before the Retry-After");
+    // sent by itself once the wait is over, and answered
+    browser.wait_text(".log", "echo: limited one").await;
+    let posts = browser.js("return window.posts;", json!([])).await;
+    assert_eq!(posts, json!(2));
+    ui_page::no_page_errors(&browser).await;
+    ui_page::finish(browser, host).await;
+}
