@@ -318,7 +318,7 @@ impl LoadedFleet {
             // named with both values: a file that raised only debounce_ms
             // was told of a key it never wrote (docs audit)
             let default = if r.debounce_max_ms == RuntimeConfig::default().debounce_max_ms {
-                ", its default when unset,"
+                " (its default value)"
             } else {
                 ""
             };

@@ -422,7 +422,7 @@ fn numbers_that_break_the_host_are_refused() {
             // key the file never wrote)
             with("runtime", "debounce_ms = 3000"),
             "runtime.debounce_max_ms",
-            "is 2000 ms, its default when unset, but must be at least runtime.debounce_ms (3000 ms)",
+            "is 2000 ms (its default value) but must be at least runtime.debounce_ms (3000 ms)",
         ),
         (
             with("runtime", "debounce_ms = 3000\ndebounce_max_ms = 2500"),
