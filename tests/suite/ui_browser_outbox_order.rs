@@ -435,8 +435,9 @@ async fn a_tab_with_a_stream_of_its_own_takes_answered_requests_as_answered() {
     ui_page::finish(browser, host).await;
 }
 
-/// Messages to bots are refused for the rate limit, with a Retry-After
-/// of 4 s, while `window.limited` holds; `window.posts` counts them.
+/// The first message to a bot is refused for the rate limit, with a
+/// Retry-After of 8 s (time enough for the test's click on a slow
+/// machine); `window.posts` counts the messages sent.
 const RATE_LIMITED: &str = r#"
     window.limited = true;
     window.posts = 0;
@@ -447,8 +448,8 @@ const RATE_LIMITED: &str = r#"
       if (window.limited && message) {
         window.limited = false;
         return Promise.resolve(new Response(JSON.stringify({ error: {
-          code: "rate_limited", message: "too many messages; try again in 4 s" } }),
-          { status: 429, headers: { "content-type": "application/json", "retry-after": "4" } }));
+          code: "rate_limited", message: "too many messages; try again in 8 s" } }),
+          { status: 429, headers: { "content-type": "application/json", "retry-after": "8" } }));
       }
       return f.apply(this, arguments);
     };"#;
