@@ -134,6 +134,7 @@ pub use record::SessionView;
 pub use record::SubagentRecord;
 pub use record::SubagentStatus;
 pub use record::SubagentStop;
+pub use record::SubagentTaskHold;
 pub use record::TokenUsage;
 pub use record::ToolCallBody;
 pub use record::ToolCallRecord;

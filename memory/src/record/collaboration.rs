@@ -150,6 +150,22 @@ pub struct SubagentRecord {
     pub updated_at: i64,
 }
 
+/// A subagent whose task title and report a start must withhold from its
+/// owner or show again (`Store::subagent_task_holds`): its task session
+/// is read from a change of owner on while they are shown (`floored`),
+/// or they are withheld while it is read whole again (the bot was given
+/// back).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentTaskHold {
+    /// The subagent as stored (withheld or not).
+    pub record: SubagentRecord,
+    /// Whether its task session has a floor: read by its owner from an
+    /// owner change on.
+    pub floored: bool,
+    /// Its task's title before it was withheld; `None` when not withheld.
+    pub withheld_description: Option<String>,
+}
+
 /// How a subagent was stopped, written with its stop
 /// (`Mutation::StopSubagent`): what the stop found, read back by the call
 /// that stopped it, also when it runs again after a crash cut it off

@@ -243,6 +243,9 @@ pub enum Mutation {
     /// report or error, if it has one, replaced by `result`: the task was
     /// given in a conversation that stays another person's when the bot
     /// changed owner, and its title and report are that person's words.
+    /// The title and report it had are kept, for
+    /// [`Mutation::RestoreSubagentTask`]; one withheld already keeps the
+    /// ones it had before.
     WithholdSubagentTask {
         /// The subagent's bot id.
         id: crate::ids::BotId,
@@ -250,6 +253,15 @@ pub enum Mutation {
         description: String,
         /// What a result it has reads as now.
         result: String,
+    },
+    /// A withheld subagent's task title put back, and its report too when
+    /// its result still reads `withheld_result` (a later one stays): the
+    /// bot was given back to the person whose task it is.
+    RestoreSubagentTask {
+        /// The subagent's bot id.
+        id: crate::ids::BotId,
+        /// What a withheld result reads as.
+        withheld_result: String,
     },
     /// A parent's stop of its subagent (StopSubagent), decided on the
     /// status it has as this commits, not as the call read it: its status

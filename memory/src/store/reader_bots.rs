@@ -345,28 +345,32 @@ pub(crate) fn get_subagent(
     Ok(query_subagents(conn, "WHERE id = ?1", params![id.as_str()])?.pop())
 }
 
-/// The subagents whose task session has a floor: tasks given in a
-/// conversation that stays another person's when their bot changed owner
-/// (`Writer::floor_task_of_unread_origin`). A start reads them once, to
-/// withhold their titles and reports from their new owner.
-pub(crate) fn subagents_of_floored_tasks(
+/// The subagents whose task title and report a start must withhold or
+/// show again: those whose task session has a floor (a task given in a
+/// conversation that stays another person's when their bot changed
+/// owner, `Writer::floor_task_of_unread_origin`) and that are not
+/// withheld yet, and those withheld whose session has none any more (the
+/// bot given back).
+pub(crate) fn subagent_task_holds(
     conn: &Connection,
-) -> Result<Vec<crate::record::SubagentRecord>> {
+) -> Result<Vec<crate::record::SubagentTaskHold>> {
     let floored: std::collections::HashSet<String> = conn
         .prepare_cached("SELECT session_id FROM session_floors")?
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    if floored.is_empty() {
-        return Ok(Vec::new());
-    }
-    // ids and parents only: a fleet keeps every finished subagent, and
-    // few of them are floored
-    let subs: Vec<(String, String)> = conn
-        .prepare_cached("SELECT id, parent FROM subagents")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    // ids, parents and held titles only: a fleet keeps every finished
+    // subagent, and few of them are floored or withheld
+    let subs: Vec<(String, String, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT id, parent, withheld_description FROM subagents
+             WHERE withheld_description IS NOT NULL OR ?1",
+        )?
+        .query_map(params![!floored.is_empty()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut out = Vec::new();
-    for (id, parent) in subs {
+    for (id, parent, withheld_description) in subs {
         let id = BotId::new(&id).map_err(|e| corrupt("subagents", e.to_string()))?;
         let task = crate::record::SessionKey {
             bot: id.clone(),
@@ -374,10 +378,16 @@ pub(crate) fn subagents_of_floored_tasks(
             peer: parent,
         }
         .id();
-        if floored.contains(&task.to_string())
-            && let Some(sub) = get_subagent(conn, &id)?
-        {
-            out.push(sub);
+        let is_floored = floored.contains(&task.to_string());
+        if is_floored == withheld_description.is_some() {
+            continue;
+        }
+        if let Some(record) = get_subagent(conn, &id)? {
+            out.push(crate::record::SubagentTaskHold {
+                record,
+                floored: is_floored,
+                withheld_description,
+            });
         }
     }
     Ok(out)

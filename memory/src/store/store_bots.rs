@@ -246,12 +246,12 @@ impl Store {
         self.read(move |c| reader::subagent_stop(c, &id)).await
     }
 
-    /// The subagents whose task session its owner reads from a change of
-    /// owner on: tasks given in a conversation that stays another
-    /// person's (reader_bots.rs `subagents_of_floored_tasks`; reads every
-    /// subagent record, for a start).
-    pub async fn subagents_of_floored_tasks(&self) -> Result<Vec<crate::record::SubagentRecord>> {
-        self.read_many(reader::subagents_of_floored_tasks).await
+    /// The subagents whose task title and report a start withholds from
+    /// their owner, or shows again (reader_bots.rs `subagent_task_holds`;
+    /// reads the ids of every subagent when a session has a floor, for a
+    /// start).
+    pub async fn subagent_task_holds(&self) -> Result<Vec<crate::record::SubagentTaskHold>> {
+        self.read_many(reader::subagent_task_holds).await
     }
 
     /// A subagent by its bot id.

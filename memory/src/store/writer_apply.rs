@@ -311,13 +311,31 @@ impl Writer {
                 description,
                 result,
             } => {
+                // (the right-hand sides read the row as it was)
                 self.conn
                     .prepare_cached(
                         "UPDATE subagents SET description = ?2,
-                           result = CASE WHEN result IS NULL THEN NULL ELSE ?3 END
+                           result = CASE WHEN result IS NULL THEN NULL ELSE ?3 END,
+                           withheld_description = COALESCE(withheld_description, description),
+                           withheld_result = CASE WHEN withheld_description IS NULL
+                             THEN result ELSE withheld_result END
                          WHERE id = ?1",
                     )?
                     .execute(params![id.as_str(), description, result])?;
+                Ok(MutationResult::Done)
+            }
+            Mutation::RestoreSubagentTask {
+                id,
+                withheld_result,
+            } => {
+                self.conn
+                    .prepare_cached(
+                        "UPDATE subagents SET description = withheld_description,
+                           result = CASE WHEN result = ?2 THEN withheld_result ELSE result END,
+                           withheld_description = NULL, withheld_result = NULL
+                         WHERE id = ?1 AND withheld_description IS NOT NULL",
+                    )?
+                    .execute(params![id.as_str(), withheld_result])?;
                 Ok(MutationResult::Done)
             }
             Mutation::StopSubagent { id, call } => self.stop_subagent(id, call, now, touched),
