@@ -143,9 +143,9 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
     let (fleet, path, log, port) = indexed_then_stopped().await;
     let data = fleet.path().join("data");
     let db = data.join("fleet.db");
-    // the database as migration 16 left it: migrations 17 to 28 add
-    // indexes, columns and two tables, taken back here (23's and 24's columns only
-    // where this build has them)
+    // the database as migration 16 left it: migrations 17 to 32 add
+    // indexes, columns and two tables, taken back here (23's, 24's and
+    // 32's columns only where this build has them)
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
         let stop: i64 = conn
@@ -170,6 +170,20 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
         if name_key > 0 {
             conn.execute_batch("DROP INDEX bots_name_key; ALTER TABLE bots DROP COLUMN name_key;")
                 .unwrap();
+        }
+        // 32's columns, where this build has them
+        for column in ["withheld_description", "withheld_result"] {
+            let n: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM pragma_table_info('subagents') WHERE name = ?1",
+                    [column],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            if n > 0 {
+                conn.execute_batch(&format!("ALTER TABLE subagents DROP COLUMN {column};"))
+                    .unwrap();
+            }
         }
         conn.execute_batch(
             "DROP INDEX bots_id_folded; ALTER TABLE inbox DROP COLUMN starts; \
