@@ -180,12 +180,26 @@ fn subagent_requests(server: &OpenAiServer, from: usize) -> usize {
         .count()
 }
 
-/// Alice's DM sets `boss` delegating; the subagent takes `steps` steps,
-/// and the host is killed while it waits for the model in the next one;
-/// the host restarts with `boss` given to bob.
-async fn task_of_the_former_owner_ends_unrun(steps: usize) {
+/// A host of `boss` on an OpenAI-compatible server whose subagent
+/// requests take `steps` Shell steps, then hold the one writing
+/// [`MARKER`] until `after` is set.
+struct Held {
+    /// Keeps the gate shut (a dropped sender opens it).
+    shut: watch::Sender<bool>,
+    after: Arc<AtomicBool>,
+    server: OpenAiServer,
+    fleet: TestFleet,
+    path: std::path::PathBuf,
+    log: std::path::PathBuf,
+    port: u16,
+    host: HostProcess,
+}
+
+async fn held(steps: usize) -> Held {
     let after = Arc::new(AtomicBool::new(false));
-    let (_open, gate) = watch::channel(false);
+    // shut while the host runs: the held request is answered once
+    // `after` is set and the model is asked again
+    let (shut, gate) = watch::channel(false);
     let responder = {
         let after = Arc::clone(&after);
         move |b: &Value| model(b, steps, &after, &gate)
@@ -197,8 +211,51 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
-
     let host = HostProcess::start(&path, port, &log).await;
+    Held {
+        shut,
+        after,
+        server,
+        fleet,
+        path,
+        log,
+        port,
+        host,
+    }
+}
+
+/// Kills `host` with SIGKILL and starts it again with `boss` given to
+/// bob, the model no longer holding the subagent's step.
+async fn give_boss_to_bob(
+    host: HostProcess,
+    fleet: TestFleet,
+    after: &AtomicBool,
+    (path, port, log): (&std::path::Path, u16, &std::path::Path),
+) -> (TestFleet, HostProcess) {
+    host.kill9().await;
+    let fleet = fleet
+        .without_bot("boss")
+        .bot_of("boss", "main", TOOLS, "bob");
+    fleet.write();
+    after.store(true, Ordering::SeqCst);
+    let host = HostProcess::start(path, port, log).await;
+    (fleet, host)
+}
+
+/// Alice's DM sets `boss` delegating; the subagent takes `steps` steps,
+/// and the host is killed while it waits for the model in the next one;
+/// the host restarts with `boss` given to bob.
+async fn task_of_the_former_owner_ends_unrun(steps: usize) {
+    let Held {
+        shut: _shut,
+        after,
+        server,
+        fleet,
+        path,
+        log,
+        port,
+        host,
+    } = held(steps).await;
     let alice = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     let (status, sent) = alice
         .send_message("boss", "DELEGATE it", &format!("ownerchg-sub-{steps}"))
@@ -220,14 +277,7 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
         .expect("boss's subagent");
     let before_restart = server.request_count();
     let url = host.url.clone();
-    host.kill9().await;
-
-    let fleet = fleet
-        .without_bot("boss")
-        .bot_of("boss", "main", TOOLS, "bob");
-    fleet.write();
-    after.store(true, Ordering::SeqCst);
-    let host = HostProcess::start(&path, port, &log).await;
+    let (fleet, host) = give_boss_to_bob(host, fleet, &after, (&path, port, &log)).await;
     let bob = botfleet::client::Client::new(&url, BOB_TOKEN).unwrap();
 
     // boss hears of it in its own session with the subagent, bob's, and
@@ -391,21 +441,16 @@ async fn a_cut_off_task_of_the_former_owners_dm_ends_without_running() {
 /// task given in alice's DM or in a conversation with her bots ended.)
 #[tokio::test]
 async fn a_task_of_the_former_owners_api_routine_ends_without_running() {
-    let after = Arc::new(AtomicBool::new(false));
-    let (_open, gate) = watch::channel(false);
-    let responder = {
-        let after = Arc::clone(&after);
-        move |b: &Value| model(b, 0, &after, &gate)
-    };
-    let server = OpenAiServer::builder().responder(responder).start().await;
-    let fleet = TestFleet::new()
-        .openai("main", &server.base_url(), "max_retries = 0")
-        .bot("boss", "main", TOOLS);
-    let path = fleet.write();
-    let log = fleet.path().join("host.log");
-    let port = free_port();
-
-    let host = HostProcess::start(&path, port, &log).await;
+    let Held {
+        shut: _shut,
+        after,
+        server,
+        fleet,
+        path,
+        log,
+        port,
+        host,
+    } = held(0).await;
     let alice = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     let routine =
         json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": "DELEGATE by routine" });
@@ -420,14 +465,7 @@ async fn a_task_of_the_former_owners_api_routine_ends_without_running() {
     alice.delete("/v1/bots/boss/routines/taxes").await.unwrap();
     let before_restart = server.request_count();
     let url = host.url.clone();
-    host.kill9().await;
-
-    let fleet = fleet
-        .without_bot("boss")
-        .bot_of("boss", "main", TOOLS, "bob");
-    fleet.write();
-    after.store(true, Ordering::SeqCst);
-    let host = HostProcess::start(&path, port, &log).await;
+    let (fleet, host) = give_boss_to_bob(host, fleet, &after, (&path, port, &log)).await;
     let bob = botfleet::client::Client::new(&url, BOB_TOKEN).unwrap();
     // every task the routine gave ends failed, none running again
     let subs = poll(30, async || {

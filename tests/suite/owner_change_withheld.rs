@@ -11,6 +11,7 @@
 use crate::support::fleet::BOB_TOKEN;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 use crate::support::fleet::restart;
 use crate::support::process::poll;
@@ -60,14 +61,14 @@ steps = [
 }
 
 /// What `token`'s user reads of the fleet's bots.
-async fn bots_as(host: &crate::support::fleet::TestHost, token: &str) -> String {
+async fn bots_as(host: &TestHost, token: &str) -> String {
     let (status, v) = host.get("/v1/bots", token).await;
     assert_eq!(status, 200, "{v}");
     v.to_string()
 }
 
 /// Sends `text` to `p` as the user of `token`; returns what `p` answered.
-async fn ask(host: &crate::support::fleet::TestHost, token: &str, text: &str) -> String {
+async fn ask(host: &TestHost, token: &str, text: &str) -> String {
     let sent = host.post_text("/v1/bots/p/messages", token, text).await;
     let path = format!("/v1/sessions/{}/entries", sent["session"].as_str().unwrap());
     let seq = sent["seq"].clone();
@@ -87,12 +88,25 @@ async fn ask(host: &crate::support::fleet::TestHost, token: &str, text: &str) ->
     deliveries(&entries).last().cloned().unwrap_or_default()
 }
 
+/// The tools `p` has.
+const TOOLS: &[&str] = &["SendMessage", "Task", "CheckSubagent"];
+
+/// Stops `host`, gives `p` to `owner` in fleet.toml and starts it again.
+async fn give_p(host: TestHost, owner: &str) -> TestHost {
+    let fleet = host
+        .shutdown()
+        .await
+        .without_bot("p")
+        .bot_of("p", "s", TOOLS, owner);
+    fleet.write();
+    restart(fleet).await
+}
+
 #[tokio::test]
 async fn a_task_of_the_former_owners_dm_keeps_its_title_and_report_from_the_new_owner() {
-    let tools = &["SendMessage", "Task", "CheckSubagent"];
     let host = TestFleet::new()
         .script("s", &script())
-        .bot("p", "s", tools)
+        .bot("p", "s", TOOLS)
         .start()
         .await;
     let (status, sent) = host.send("p", "delegate the return", None).await;
@@ -108,13 +122,7 @@ async fn a_task_of_the_former_owners_dm_keeps_its_title_and_report_from_the_new_
     let sub = host.wait_subagent_of("p").await;
     assert!(bots_as(&host, TOKEN).await.contains(TITLE));
 
-    let fleet = host
-        .shutdown()
-        .await
-        .without_bot("p")
-        .bot_of("p", "s", tools, "bob");
-    fleet.write();
-    let host = restart(fleet).await;
+    let host = give_p(host, "bob").await;
 
     let listed = bots_as(&host, BOB_TOKEN).await;
     assert!(
@@ -141,9 +149,7 @@ async fn a_task_of_the_former_owners_dm_keeps_its_title_and_report_from_the_new_
     assert!(text.contains(TITLE) && text.contains(REPORT), "{text}");
 
     // given back, the subagent shows alice her task and its report again
-    let fleet = host.shutdown().await.without_bot("p").bot("p", "s", tools);
-    fleet.write();
-    let host = restart(fleet).await;
+    let host = give_p(host, "alice").await;
     let listed = bots_as(&host, TOKEN).await;
     assert!(
         listed.contains(TITLE) && !listed.contains("withheld"),
@@ -164,10 +170,9 @@ async fn a_task_of_the_former_owners_dm_keeps_its_title_and_report_from_the_new_
 /// the routine's session had gone to bob before the task was looked at.)
 #[tokio::test]
 async fn a_task_of_the_former_owners_api_routine_keeps_its_title_from_the_new_owner() {
-    let tools = &["SendMessage", "Task", "CheckSubagent"];
     let host = TestFleet::new()
         .script("s", &script())
-        .bot("p", "s", tools)
+        .bot("p", "s", TOOLS)
         .start()
         .await;
     let (status, v) = host
@@ -193,13 +198,7 @@ async fn a_task_of_the_former_owners_api_routine_keeps_its_title_from_the_new_ow
     assert!(status < 300, "{status} {v}");
     assert!(bots_as(&host, TOKEN).await.contains(TITLE));
 
-    let fleet = host
-        .shutdown()
-        .await
-        .without_bot("p")
-        .bot_of("p", "s", tools, "bob");
-    fleet.write();
-    let host = restart(fleet).await;
+    let host = give_p(host, "bob").await;
     let listed = bots_as(&host, BOB_TOKEN).await;
     assert!(
         listed.contains(sub.as_str()) && !listed.contains("zebratitle"),
