@@ -180,6 +180,18 @@ fn subagent_requests(server: &OpenAiServer, from: usize) -> usize {
         .count()
 }
 
+/// Checks that the model was asked for no subagent's step among the
+/// requests from `before` on, and that no [`MARKER`] was written under
+/// `data`: the task did not run on after the owner change.
+fn nothing_ran_since(server: &OpenAiServer, before: usize, data: &std::path::Path) {
+    assert_eq!(
+        subagent_requests(server, before),
+        0,
+        "the model was asked for the task after the owner change"
+    );
+    assert_eq!(found(data, MARKER), Vec::<std::path::PathBuf>::new());
+}
+
 /// A host of `boss` on an OpenAI-compatible server whose subagent
 /// requests take `steps` Shell steps, then hold the one writing
 /// [`MARKER`] until `after` is set.
@@ -346,15 +358,9 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
             .any(|e| e["kind"] == "assistant" || e.to_string().contains(SUBTASK)),
         "bob reads alice's task or the task stepped on: {es:#?}"
     );
-    assert_eq!(
-        subagent_requests(&server, before_restart),
-        0,
-        "the model was asked for the task after the owner change"
-    );
-
     // nothing of the task ran in bob's workspace (or anywhere)
     let data = fleet.path().join("data");
-    assert_eq!(found(&data, MARKER), Vec::<std::path::PathBuf>::new());
+    nothing_ran_since(&server, before_restart, &data);
     if steps > 0 {
         let progress = found(&data.join("workspace/bob"), PROGRESS);
         assert!(progress.is_empty(), "{progress:?}");
@@ -495,13 +501,7 @@ async fn a_task_of_the_former_owners_api_routine_ends_without_running() {
             "{es:#?}"
         );
     }
-    assert_eq!(
-        subagent_requests(&server, before_restart),
-        0,
-        "the model was asked for the task after the owner change"
-    );
-    let data = fleet.path().join("data");
-    assert_eq!(found(&data, MARKER), Vec::<std::path::PathBuf>::new());
+    nothing_ran_since(&server, before_restart, &fleet.path().join("data"));
     host.kill9().await;
     server.shutdown().await;
 }
