@@ -82,21 +82,10 @@ impl Runner {
         };
         // one level: a subagent delegates no further, so the session it
         // came from is no task of its own
-        if self.work_owner_changed(&from).await?.is_some() {
-            return Ok(Some(OwnerChanged::FormerOwnersTask(sub.parent)));
-        }
-        // a session that went to the owner read from the change on (a
-        // routine the former owner made through the API: its prompts were
-        // theirs): the task given there is the former owner's too, as its
-        // session's floor says (`Writer::floor_task_of_unread_origin`;
-        // review: it ran on with the new owner's tools)
-        let unread = self
-            .rt
-            .store
-            .session_floor(sub.parent_session, &self.bot.owner)
+        Ok(self
+            .work_owner_changed(&from)
             .await?
-            .is_some_and(|(_, since)| since >= sub.created_at);
-        Ok(unread.then_some(OwnerChanged::FormerOwnersTask(sub.parent)))
+            .map(|_| OwnerChanged::FormerOwnersTask(sub.parent)))
     }
 
     /// Ends this turn, whose work is another user's since an owner

@@ -133,10 +133,8 @@ impl Writer {
     }
 
     /// A subagent's task given in a session that stays another person's
-    /// (the former owner's DM with the bot), or that went to the new owner
-    /// read from the change on (the session of a routine the former owner
-    /// made through the API): the task session goes to the new owner read
-    /// from the change on, as a room session is. The task
+    /// (the former owner's DM with the bot): the task session goes to the
+    /// new owner read from the change on, as a room session is. The task
     /// and the steering in it are that person's words (QA: a task given
     /// in the former owner's DM, "read my tax return", moved whole with
     /// the subagent, and the new owner found it by search); such a task
@@ -149,12 +147,12 @@ impl Writer {
         parent: &BotRecord,
         now: i64,
     ) -> Result<()> {
-        let origin: Option<(String, i64)> = self
+        let origin: Option<String> = self
             .conn
-            .prepare_cached("SELECT parent_session, created_at FROM subagents WHERE id = ?1")?
-            .query_row(params![child.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .prepare_cached("SELECT parent_session FROM subagents WHERE id = ?1")?
+            .query_row(params![child.as_str()], |r| r.get(0))
             .optional()?;
-        let Some((origin, created_at)) = origin else {
+        let Some(origin) = origin else {
             return Ok(());
         };
         let origin: SessionId = origin.parse()?;
@@ -163,19 +161,13 @@ impl Writer {
             .prepare_cached("SELECT owner FROM sessions WHERE id = ?1")?
             .query_row(params![origin.to_string()], |r| r.get(0))
             .optional()?;
-        // a session that went to the new owner read from the change on (a
-        // routine's the former owner made through the API, whose prompts
-        // are theirs): what was said there before, the task with it, is
-        // not theirs to read (review: such a task was read whole)
-        let origin_unread = session_floors::floor(&self.conn, origin, &parent.owner)?
-            .is_some_and(|(_, since)| since >= created_at);
         let task = SessionKey {
             bot: child.clone(),
             kind: SessionKind::Subagent,
             peer: parent.id.to_string(),
         }
         .id();
-        if !origin_unread && origin_owner.is_none_or(|o| o == parent.owner.as_str()) {
+        if origin_owner.is_none_or(|o| o == parent.owner.as_str()) {
             // given back to the person whose task it is: read whole again
             // (review: the floor of the change before stayed, and a task
             // given more work ran without its start in its context)
