@@ -10,6 +10,8 @@ use serde::Deserialize;
 
 #[path = "config_host.rs"]
 mod host;
+#[path = "config_numbers.rs"]
+mod numbers;
 #[path = "config_review.rs"]
 mod review;
 #[path = "config_runtime.rs"]

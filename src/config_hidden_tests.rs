@@ -77,7 +77,7 @@ fn errors_on_other_lines_are_shown_as_toml_words_them() {
         ),
         (
             "[providers.o]\nkind = \"openai\"\nbase_url = \"http://h/v1\"\nmodel = \"m\"\ntimeout_s = \"ten\"\n",
-            "invalid type: string \"ten\", expected a whole number, 0 or more",
+            "invalid type: string \"ten\", expected a whole number, 1 or more",
         ),
         ("[[users]]\nid = a-user\n", "2 | id = a-user"),
     ] {

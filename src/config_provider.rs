@@ -43,7 +43,7 @@ pub(super) struct RawProvider {
     model: Option<String>,
     #[serde(default)]
     api_key_env: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::numbers::positive_u64_opt")]
     timeout_s: Option<u64>,
     #[serde(default)]
     call_timeout_s: Option<u64>,

@@ -14,18 +14,30 @@ pub struct RuntimeConfig {
     #[serde(default = "default_debounce_max")]
     pub debounce_max_ms: u64,
     /// Idle seconds before a bot's actor is passivated.
-    #[serde(default = "default_idle")]
+    #[serde(
+        default = "default_idle",
+        deserialize_with = "super::numbers::positive_u64"
+    )]
     pub idle_timeout_s: u64,
     /// Most model steps per turn.
-    #[serde(default = "default_max_steps")]
+    #[serde(
+        default = "default_max_steps",
+        deserialize_with = "super::numbers::positive_u32"
+    )]
     pub max_steps: u32,
     /// Most bot-to-bot hops per originating user message.
-    #[serde(default = "default_max_hops")]
+    #[serde(
+        default = "default_max_hops",
+        deserialize_with = "super::numbers::positive_u32"
+    )]
     pub max_hops: u32,
     /// Most bot-to-bot messages (messages, subagent tasks and reports)
     /// descended from one person's message, routine run or webhook
     /// delivery, however wide the chain fans out.
-    #[serde(default = "default_max_chain_messages")]
+    #[serde(
+        default = "default_max_chain_messages",
+        deserialize_with = "super::numbers::positive_u64"
+    )]
     pub max_chain_messages: u64,
     /// Most running subagents per bot.
     #[serde(default = "default_max_subagents")]
@@ -43,13 +55,22 @@ pub struct RuntimeConfig {
     #[serde(default = "default_context_entries")]
     pub context_entries: usize,
     /// Shell timeout when the model gives none.
-    #[serde(default = "default_shell_timeout")]
+    #[serde(
+        default = "default_shell_timeout",
+        deserialize_with = "super::numbers::positive_u64"
+    )]
     pub shell_timeout_s: u64,
     /// Longest shell timeout the model may ask for.
-    #[serde(default = "default_shell_max")]
+    #[serde(
+        default = "default_shell_max",
+        deserialize_with = "super::numbers::positive_u64"
+    )]
     pub shell_max_timeout_s: u64,
     /// Days the idempotency ledger keeps its records.
-    #[serde(default = "default_ledger_days")]
+    #[serde(
+        default = "default_ledger_days",
+        deserialize_with = "super::numbers::positive_u64"
+    )]
     pub ledger_retention_days: u64,
     /// Fact extraction after each completed turn (a model call).
     #[serde(default = "default_extract_memory")]

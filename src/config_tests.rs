@@ -417,6 +417,29 @@ fn numbers_that_break_the_host_are_refused() {
             "at least 1: 0 would refuse every message between bots",
         ),
         (
+            // a negative is told the range from 1, as 0 is told "at least
+            // 1" (audit: "expected a whole number from 0 to 4294967295",
+            // then "must be at least 1" for the 0 written next)
+            with("runtime", "max_steps = -1"),
+            "runtime.max_steps",
+            "`-1`, expected a whole number from 1 to 4294967295",
+        ),
+        (
+            with("runtime", "max_steps = 0"),
+            "runtime.max_steps",
+            "must be at least 1",
+        ),
+        (
+            with("runtime", "idle_timeout_s = -5"),
+            "runtime.idle_timeout_s",
+            "`-5`, expected a whole number, 1 or more",
+        ),
+        (
+            with("runtime", "ledger_retention_days = -1"),
+            "runtime.ledger_retention_days",
+            "`-1`, expected a whole number, 1 or more",
+        ),
+        (
             // only debounce_ms written: both values and the default named
             // (docs audit: "must be at least runtime.debounce_ms", of a
             // key the file never wrote)
@@ -575,7 +598,7 @@ fn type_errors_in_a_provider_name_the_key() {
         (
             openai("timeout_s = \"ten\""),
             "providers.o.timeout_s",
-            "invalid type: string \"ten\", expected a whole number, 0 or more",
+            "invalid type: string \"ten\", expected a whole number, 1 or more",
         ),
         (
             openai("stream = \"yes\""),

@@ -1,0 +1,112 @@
+//! Numbers of fleet.toml that must be 1 or more, refused below 0 in
+//! those words. serde refused `max_steps = -1` as "expected a whole
+//! number from 0 to 4294967295", and the check that follows then refused
+//! the `0` a person wrote next with "must be at least 1" (audit). Here a
+//! negative is told the range the key really takes; a `0` passes, for
+//! the check in `config_limits.rs` or `config_load.rs` to say what it
+//! would do.
+
+use serde::Deserializer;
+use serde::de::Error;
+use serde::de::Unexpected;
+use serde::de::Visitor;
+
+/// A whole number from 1 to `max`, as serde reads it (0 let through).
+struct Positive {
+    max: u64,
+}
+
+impl Visitor<'_> for Positive {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if self.max == u64::MAX {
+            f.write_str("a whole number, 1 or more")
+        } else {
+            write!(f, "a whole number from 1 to {}", self.max)
+        }
+    }
+
+    fn visit_u64<E: Error>(self, v: u64) -> Result<u64, E> {
+        if v > self.max {
+            return Err(E::invalid_value(Unexpected::Unsigned(v), &self));
+        }
+        Ok(v)
+    }
+
+    fn visit_i64<E: Error>(self, v: i64) -> Result<u64, E> {
+        match u64::try_from(v) {
+            Ok(v) => self.visit_u64(v),
+            Err(_) => Err(E::invalid_value(Unexpected::Signed(v), &self)),
+        }
+    }
+}
+
+/// A `u64` key that must be 1 or more.
+pub(crate) fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    d.deserialize_u64(Positive { max: u64::MAX })
+}
+
+/// A `u32` key that must be 1 or more.
+pub(crate) fn positive_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let v = d.deserialize_u64(Positive {
+        max: u64::from(u32::MAX),
+    })?;
+    u32::try_from(v).map_err(|_| D::Error::invalid_value(Unexpected::Unsigned(v), &"a u32"))
+}
+
+/// An optional `u64` key that must be 1 or more when written.
+pub(crate) fn positive_u64_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    positive_u64(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    struct Keys {
+        #[serde(default, deserialize_with = "super::positive_u32")]
+        small: u32,
+        #[serde(default, deserialize_with = "super::positive_u64")]
+        large: u64,
+        #[serde(default, deserialize_with = "super::positive_u64_opt")]
+        maybe: Option<u64>,
+    }
+
+    fn error(text: &str) -> String {
+        match toml::from_str::<Keys>(text) {
+            Ok(k) => panic!("{text:?} was taken: {:?}", (k.small, k.large, k.maybe)),
+            Err(e) => e.message().to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_negative_is_told_the_range_from_1() {
+        assert_eq!(
+            error("small = -1"),
+            "invalid value: integer `-1`, expected a whole number from 1 to 4294967295"
+        );
+        assert_eq!(
+            error("large = -5"),
+            "invalid value: integer `-5`, expected a whole number, 1 or more"
+        );
+        assert_eq!(
+            error("maybe = -5"),
+            "invalid value: integer `-5`, expected a whole number, 1 or more"
+        );
+        assert_eq!(
+            error("small = 4294967296"),
+            "invalid value: integer `4294967296`, expected a whole number from 1 to 4294967295"
+        );
+    }
+
+    #[test]
+    fn zero_and_the_others_pass_for_the_checks_that_follow() -> Result<(), toml::de::Error> {
+        let k: Keys = toml::from_str("small = 0\nlarge = 7\nmaybe = 3")?;
+        assert_eq!((k.small, k.large, k.maybe), (0, 7, Some(3)));
+        let k: Keys = toml::from_str("")?;
+        assert_eq!((k.small, k.large, k.maybe), (0, 0, None));
+        Ok(())
+    }
+}
