@@ -180,38 +180,12 @@ fn subagent_requests(server: &OpenAiServer, from: usize) -> usize {
         .count()
 }
 
-/// Checks that the model was asked for no subagent's step among the
-/// requests from `before` on, and that no [`MARKER`] was written under
-/// `data`: the task did not run on after the owner change.
-fn nothing_ran_since(server: &OpenAiServer, before: usize, data: &std::path::Path) {
-    assert_eq!(
-        subagent_requests(server, before),
-        0,
-        "the model was asked for the task after the owner change"
-    );
-    assert_eq!(found(data, MARKER), Vec::<std::path::PathBuf>::new());
-}
-
-/// A host of `boss` on an OpenAI-compatible server whose subagent
-/// requests take `steps` Shell steps, then hold the one writing
-/// [`MARKER`] until `after` is set.
-struct Held {
-    /// Keeps the gate shut (a dropped sender opens it).
-    shut: watch::Sender<bool>,
-    after: Arc<AtomicBool>,
-    server: OpenAiServer,
-    fleet: TestFleet,
-    path: std::path::PathBuf,
-    log: std::path::PathBuf,
-    port: u16,
-    host: HostProcess,
-}
-
-async fn held(steps: usize) -> Held {
+/// Alice's DM sets `boss` delegating; the subagent takes `steps` steps,
+/// and the host is killed while it waits for the model in the next one;
+/// the host restarts with `boss` given to bob.
+async fn task_of_the_former_owner_ends_unrun(steps: usize) {
     let after = Arc::new(AtomicBool::new(false));
-    // shut while the host runs: the held request is answered once
-    // `after` is set and the model is asked again
-    let (shut, gate) = watch::channel(false);
+    let (_open, gate) = watch::channel(false);
     let responder = {
         let after = Arc::clone(&after);
         move |b: &Value| model(b, steps, &after, &gate)
@@ -223,51 +197,8 @@ async fn held(steps: usize) -> Held {
     let path = fleet.write();
     let log = fleet.path().join("host.log");
     let port = free_port();
+
     let host = HostProcess::start(&path, port, &log).await;
-    Held {
-        shut,
-        after,
-        server,
-        fleet,
-        path,
-        log,
-        port,
-        host,
-    }
-}
-
-/// Kills `host` with SIGKILL and starts it again with `boss` given to
-/// bob, the model no longer holding the subagent's step.
-async fn give_boss_to_bob(
-    host: HostProcess,
-    fleet: TestFleet,
-    after: &AtomicBool,
-    (path, port, log): (&std::path::Path, u16, &std::path::Path),
-) -> (TestFleet, HostProcess) {
-    host.kill9().await;
-    let fleet = fleet
-        .without_bot("boss")
-        .bot_of("boss", "main", TOOLS, "bob");
-    fleet.write();
-    after.store(true, Ordering::SeqCst);
-    let host = HostProcess::start(path, port, log).await;
-    (fleet, host)
-}
-
-/// Alice's DM sets `boss` delegating; the subagent takes `steps` steps,
-/// and the host is killed while it waits for the model in the next one;
-/// the host restarts with `boss` given to bob.
-async fn task_of_the_former_owner_ends_unrun(steps: usize) {
-    let Held {
-        shut: _shut,
-        after,
-        server,
-        fleet,
-        path,
-        log,
-        port,
-        host,
-    } = held(steps).await;
     let alice = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     let (status, sent) = alice
         .send_message("boss", "DELEGATE it", &format!("ownerchg-sub-{steps}"))
@@ -289,7 +220,14 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
         .expect("boss's subagent");
     let before_restart = server.request_count();
     let url = host.url.clone();
-    let (fleet, host) = give_boss_to_bob(host, fleet, &after, (&path, port, &log)).await;
+    host.kill9().await;
+
+    let fleet = fleet
+        .without_bot("boss")
+        .bot_of("boss", "main", TOOLS, "bob");
+    fleet.write();
+    after.store(true, Ordering::SeqCst);
+    let host = HostProcess::start(&path, port, &log).await;
     let bob = botfleet::client::Client::new(&url, BOB_TOKEN).unwrap();
 
     // boss hears of it in its own session with the subagent, bob's, and
@@ -358,9 +296,15 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
             .any(|e| e["kind"] == "assistant" || e.to_string().contains(SUBTASK)),
         "bob reads alice's task or the task stepped on: {es:#?}"
     );
+    assert_eq!(
+        subagent_requests(&server, before_restart),
+        0,
+        "the model was asked for the task after the owner change"
+    );
+
     // nothing of the task ran in bob's workspace (or anywhere)
     let data = fleet.path().join("data");
-    nothing_ran_since(&server, before_restart, &data);
+    assert_eq!(found(&data, MARKER), Vec::<std::path::PathBuf>::new());
     if steps > 0 {
         let progress = found(&data.join("workspace/bob"), PROGRESS);
         assert!(progress.is_empty(), "{progress:?}");
