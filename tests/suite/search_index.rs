@@ -171,7 +171,9 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
             conn.execute_batch("DROP INDEX bots_name_key; ALTER TABLE bots DROP COLUMN name_key;")
                 .unwrap();
         }
-        // 32's columns, where this build has them
+        // 32's index and columns, where this build has them
+        conn.execute_batch("DROP INDEX IF EXISTS subagents_withheld;")
+            .unwrap();
         for column in ["withheld_description", "withheld_result"] {
             let n: i64 = conn
                 .query_row(

@@ -354,38 +354,31 @@ pub(crate) fn get_subagent(
 pub(crate) fn subagent_task_holds(
     conn: &Connection,
 ) -> Result<Vec<crate::record::SubagentTaskHold>> {
-    let floored: std::collections::HashSet<String> = conn
-        .prepare_cached("SELECT session_id FROM session_floors")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    // ids, parents and held titles only: a fleet keeps every finished
-    // subagent, and few of them are floored or withheld
-    let subs: Vec<(String, String, Option<String>)> = conn
+    // the task session of a subagent is its (bot, 'subagent', parent)
+    // session: those with a floor not withheld yet (read from the floors,
+    // few), and those withheld whose floor is gone (index
+    // `subagents_withheld`), never every subagent a fleet kept
+    let held: Vec<(String, bool, Option<String>)> = conn
         .prepare_cached(
-            "SELECT id, parent, withheld_description FROM subagents
-             WHERE withheld_description IS NOT NULL OR ?1",
+            "SELECT sub.id, 1, NULL FROM session_floors f
+               JOIN sessions s ON s.id = f.session_id AND s.kind = 'subagent'
+               JOIN subagents sub ON sub.id = s.bot_id AND sub.parent = s.peer
+              WHERE sub.withheld_description IS NULL
+             UNION ALL
+             SELECT sub.id, 0, sub.withheld_description FROM subagents sub
+              WHERE sub.withheld_description IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM sessions s JOIN session_floors f ON f.session_id = s.id
+                                 WHERE s.bot_id = sub.id AND s.kind = 'subagent' AND s.peer = sub.parent)",
         )?
-        .query_map(params![!floored.is_empty()], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut out = Vec::new();
-    for (id, parent, withheld_description) in subs {
+    let mut out = Vec::with_capacity(held.len());
+    for (id, floored, withheld_description) in held {
         let id = BotId::new(&id).map_err(|e| corrupt("subagents", e.to_string()))?;
-        let task = crate::record::SessionKey {
-            bot: id.clone(),
-            kind: crate::record::SessionKind::Subagent,
-            peer: parent,
-        }
-        .id();
-        let is_floored = floored.contains(&task.to_string());
-        if is_floored == withheld_description.is_some() {
-            continue;
-        }
         if let Some(record) = get_subagent(conn, &id)? {
             out.push(crate::record::SubagentTaskHold {
                 record,
-                floored: is_floored,
+                floored,
                 withheld_description,
             });
         }

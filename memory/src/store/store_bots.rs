@@ -247,9 +247,8 @@ impl Store {
     }
 
     /// The subagents whose task title and report a start withholds from
-    /// their owner, or shows again (reader_bots.rs `subagent_task_holds`;
-    /// reads the ids of every subagent when a session has a floor, for a
-    /// start).
+    /// their owner, or shows again (reader_bots.rs `subagent_task_holds`:
+    /// the floored task sessions and the withheld subagents only).
     pub async fn subagent_task_holds(&self) -> Result<Vec<crate::record::SubagentTaskHold>> {
         self.read_many(reader::subagent_task_holds).await
     }

@@ -5,3 +5,6 @@
 -- while they are not withheld.
 ALTER TABLE subagents ADD COLUMN withheld_description TEXT;
 ALTER TABLE subagents ADD COLUMN withheld_result TEXT;
+-- the withheld ones, for a start to find those to show again without
+-- reading every subagent a fleet kept
+CREATE INDEX subagents_withheld ON subagents(id) WHERE withheld_description IS NOT NULL;
