@@ -73,10 +73,7 @@ pub(crate) async fn withhold_given_tasks(store: &Store, now_ms: i64) -> Result<V
 /// titled `title`, as Task makes them.
 fn titled(mut child: BotRecord, parent: &BotRecord, title: &str, now_ms: i64) -> BotRecord {
     child.name = SubagentRecord::name_under(&parent.name, title);
-    child.role = prompts()
-        .subagent_role
-        .render(&[("parent", parent.id.as_str()), ("description", title)])
-        .unwrap_or_default();
+    child.role = crate::tools::subagent_role(&parent.id, title);
     child.updated_at = now_ms;
     child
 }

@@ -66,6 +66,7 @@ pub use subagents::StopSubagent;
 pub use subagents::Task;
 pub(crate) use subagents::running_subagents;
 pub(crate) use subagents::started_in;
+pub(crate) use subagents::subagent_role;
 pub use visible::VisibleSessions;
 pub use visible::describe_session;
 pub use workspace::Workspace;

@@ -103,6 +103,16 @@ fn store_error(e: impl std::fmt::Display) -> ToolError {
     )
 }
 
+/// The role of a subagent of `parent` for the task titled `description`
+/// (prompts/subagent_role.md): Task gives it, and a start gives it again
+/// when it withholds or shows again the title (`fleet_withheld.rs`).
+pub(crate) fn subagent_role(parent: &BotId, description: &str) -> String {
+    prompts()
+        .subagent_role
+        .render(&[("parent", parent.as_str()), ("description", description)])
+        .unwrap_or_default()
+}
+
 /// The subagent session of `child` (its conversation with its parent).
 pub(crate) fn subagent_session(child: &BotId, parent: &BotId) -> SessionKey {
     SessionKey {
@@ -330,13 +340,7 @@ impl Tool for Task {
             .into_iter()
             .chain([subagent_limit(ctx, "Task", &id, more)])
             .collect();
-        let role = prompts()
-            .subagent_role
-            .render(&[
-                ("parent", ctx.bot.id.as_str()),
-                ("description", description),
-            ])
-            .unwrap_or_default();
+        let role = subagent_role(&ctx.bot.id, description);
         let now = ctx.rt.store.clock().now_ms();
         let tools: Vec<String> = ctx
             .bot
