@@ -157,11 +157,10 @@ async function join(signals, token, stop) {
     },
   };
   // a request this tab got answered while the stream is down: the leader,
-  // waiting to try again, tries now (once a second at most)
-  let woke = 0;
+  // waiting to try again, tries now (its wait keeps tries WAKE_MIN_MS
+  // apart, api.js)
   signals.wakeRelay = () => {
-    if (role.leading || stop.aborted || signals.now[0] === "live" || Date.now() - woke < 1000) return;
-    woke = Date.now();
+    if (role.leading || stop.aborted || signals.now[0] === "live") return;
     channel.postMessage({ kind: "wake" });
   };
   stop.addEventListener(
