@@ -564,12 +564,18 @@ export class Timeline {
     );
   }
 
-  reaction(e, who) {
-    const target = this.bySeq.get(e.target_seq);
+  /** The reactions box of message `seq`, shown, when that message is. */
+  reactionsOf(seq) {
+    const target = this.bySeq.get(seq);
     const box = target && target.querySelector(".reactions");
+    if (box) box.hidden = false;
+    return box;
+  }
+
+  reaction(e, who) {
+    const box = this.reactionsOf(e.target_seq);
     const chip = h("span", { title: `${who} reacted` }, str(e.emoji));
     if (box) {
-      box.hidden = false;
       box.append(chip);
       return null;
     }
@@ -588,10 +594,8 @@ export class Timeline {
    * taking their own lines out. */
   attachHeldReactions() {
     for (const [seq, held] of this.heldReactions) {
-      const target = this.bySeq.get(seq);
-      const box = target && target.querySelector(".reactions");
+      const box = this.reactionsOf(seq);
       if (!box) continue;
-      box.hidden = false;
       for (const { chip, line } of held) {
         box.append(chip);
         line.remove();
