@@ -289,33 +289,8 @@ pub struct BotConfig {
     pub secrets: Vec<String>,
     /// Tokens (prompt + completion) the bot may use per UTC day; when spent
     /// the bot pauses with a visible notice until midnight UTC.
-    #[serde(default, deserialize_with = "token_budget")]
+    #[serde(default, deserialize_with = "numbers::token_budget")]
     pub daily_token_budget: Option<u64>,
-}
-
-/// `daily_token_budget`: a whole number of tokens, 1 or more, refused in
-/// those words (audit: `-5` was told "expected a whole number, 0 or more",
-/// and `0` then "must be at least 1").
-fn token_budget<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    struct Budget;
-    impl serde::de::Visitor<'_> for Budget {
-        type Value = u64;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a whole number of tokens, 1 or more (leave the key out for no budget)")
-        }
-        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
-            if v == 0 {
-                return Err(E::invalid_value(serde::de::Unexpected::Unsigned(v), &self));
-            }
-            Ok(v)
-        }
-        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
-            u64::try_from(v)
-                .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
-                .and_then(|v| self.visit_u64(v))
-        }
-    }
-    d.deserialize_u64(Budget).map(Some)
 }
 
 /// What a fleet file refers to outside itself, resolved for a start:

@@ -4,31 +4,45 @@
 //! the `0` a person wrote next with "must be at least 1" (audit). Here a
 //! negative is told the range the key really takes; a `0` passes, for
 //! the check in `config_limits.rs` or `config_load.rs` to say what it
-//! would do.
+//! would do. `daily_token_budget` refuses its `0` here too, in the same
+//! words.
 
 use serde::Deserializer;
 use serde::de::Error;
 use serde::de::Unexpected;
 use serde::de::Visitor;
 
-/// A whole number from 1 to `max`, as serde reads it (0 let through).
+/// A whole number from 1 to `max`, as serde reads it: 0 let through
+/// unless `refuse_zero`; `words`, when given, say what is expected.
 struct Positive {
     max: u64,
+    refuse_zero: bool,
+    words: Option<&'static str>,
+}
+
+impl Positive {
+    const fn up_to(max: u64) -> Self {
+        Self {
+            max,
+            refuse_zero: false,
+            words: None,
+        }
+    }
 }
 
 impl Visitor<'_> for Positive {
     type Value = u64;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        if self.max == u64::MAX {
-            f.write_str("a whole number, 1 or more")
-        } else {
-            write!(f, "a whole number from 1 to {}", self.max)
+        match self.words {
+            Some(words) => f.write_str(words),
+            None if self.max == u64::MAX => f.write_str("a whole number, 1 or more"),
+            None => write!(f, "a whole number from 1 to {}", self.max),
         }
     }
 
     fn visit_u64<E: Error>(self, v: u64) -> Result<u64, E> {
-        if v > self.max {
+        if v > self.max || (v == 0 && self.refuse_zero) {
             return Err(E::invalid_value(Unexpected::Unsigned(v), &self));
         }
         Ok(v)
@@ -44,20 +58,30 @@ impl Visitor<'_> for Positive {
 
 /// A `u64` key that must be 1 or more.
 pub(crate) fn positive_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    d.deserialize_u64(Positive { max: u64::MAX })
+    d.deserialize_u64(Positive::up_to(u64::MAX))
 }
 
 /// A `u32` key that must be 1 or more.
 pub(crate) fn positive_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    let v = d.deserialize_u64(Positive {
-        max: u64::from(u32::MAX),
-    })?;
+    let v = d.deserialize_u64(Positive::up_to(u64::from(u32::MAX)))?;
     u32::try_from(v).map_err(|_| D::Error::invalid_value(Unexpected::Unsigned(v), &"a u32"))
 }
 
 /// An optional `u64` key that must be 1 or more when written.
 pub(crate) fn positive_u64_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     positive_u64(d).map(Some)
+}
+
+/// `daily_token_budget`: a whole number of tokens, 1 or more, refused in
+/// those words, 0 too (audit: `-5` was told "expected a whole number, 0 or
+/// more", and `0` then "must be at least 1").
+pub(crate) fn token_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    d.deserialize_u64(Positive {
+        max: u64::MAX,
+        refuse_zero: true,
+        words: Some("a whole number of tokens, 1 or more (leave the key out for no budget)"),
+    })
+    .map(Some)
 }
 
 #[cfg(test)]
