@@ -24,41 +24,65 @@ pub struct HostConfig {
     #[serde(default)]
     pub synchronous: botfleet_memory::Synchronous,
     /// Largest request body the API accepts, in bytes.
-    #[serde(default = "default_max_body")]
+    #[serde(
+        default = "default_max_body",
+        deserialize_with = "super::numbers::at_least_usize::<{ super::limits::MIN_BODY_BYTES as u64 }, _>"
+    )]
     pub max_body_bytes: usize,
     /// Longest message text the API accepts, in characters.
-    #[serde(default = "default_max_text")]
+    #[serde(
+        default = "default_max_text",
+        deserialize_with = "super::numbers::at_least_usize::<{ super::limits::MIN_TEXT_CHARS as u64 }, _>"
+    )]
     pub max_text_chars: usize,
     /// Seconds an API connection has to send a whole request head (from
     /// its start, or from the end of its previous response) before it is
     /// closed.
-    #[serde(default = "default_header_timeout")]
+    #[serde(
+        default = "default_header_timeout",
+        deserialize_with = "super::numbers::positive_u64"
+    )]
     pub header_timeout_s: u64,
     /// Seconds a request may take to be answered, its body included
     /// (`/v1/events` streams excepted).
-    #[serde(default = "default_request_timeout")]
+    #[serde(
+        default = "default_request_timeout",
+        deserialize_with = "super::numbers::positive_u64"
+    )]
     pub request_timeout_s: u64,
     /// Most API connections open at once; past it new ones wait.
-    #[serde(default = "default_max_connections")]
+    #[serde(
+        default = "default_max_connections",
+        deserialize_with = "super::numbers::at_least_u32::<{ super::limits::MIN_CONNECTIONS as u64 }, _>"
+    )]
     pub max_connections: u32,
     /// Most `/v1/events` streams one user may hold open (the web page
     /// holds one per tab); all users together hold at most
     /// `max_connections` less a quarter kept for other requests.
-    #[serde(default = "default_max_streams_per_user")]
+    #[serde(
+        default = "default_max_streams_per_user",
+        deserialize_with = "super::numbers::positive_u32"
+    )]
     pub max_streams_per_user: u32,
     /// Most messages one user may send (to bots and rooms, all together)
     /// per minute: a token bucket holding a minute's worth, so one user's
     /// flood cannot fill the store's one writer that every other user's
     /// messages and turns wait on. Past it the API answers `429
     /// rate_limited` with `Retry-After`.
-    #[serde(default = "default_user_messages_per_minute")]
+    #[serde(
+        default = "default_user_messages_per_minute",
+        deserialize_with = "super::numbers::positive_u32"
+    )]
     pub user_messages_per_minute: u32,
     /// Most requests with a bearer token no user has that one client
     /// address (an IPv6 one's /64) may send per minute; past it, every
     /// request of that address that needs a token is answered `429
     /// rate_limited` with `Retry-After` until its minute is over, so
     /// tokens cannot be guessed as fast as the host answers.
-    #[serde(default = "default_unknown_tokens_per_minute")]
+    #[serde(
+        default = "default_unknown_tokens_per_minute",
+        deserialize_with = "super::numbers::positive_u32"
+    )]
     pub unknown_tokens_per_minute: u32,
 }
 

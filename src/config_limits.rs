@@ -18,7 +18,11 @@ use super::RuntimeConfig;
 
 /// Shortest `host.max_text_chars`: below it ordinary messages (a
 /// paragraph, a pasted error line) would be refused.
-const MIN_TEXT_CHARS: usize = 100;
+pub(super) const MIN_TEXT_CHARS: usize = 100;
+/// Fewest `host.max_body_bytes`.
+pub(super) const MIN_BODY_BYTES: usize = 1024;
+/// Fewest `runtime.context_entries`.
+pub(super) const MIN_CONTEXT_ENTRIES: usize = 4;
 /// Longest `runtime.debounce_max_ms`: a person waits that long for the
 /// first reply to a burst of messages.
 const MAX_DEBOUNCE_MS: u64 = 60_000;
@@ -31,7 +35,7 @@ const MAX_HEADER_TIMEOUT_S: u64 = 600;
 const MAX_REQUEST_TIMEOUT_S: u64 = 3600;
 /// Fewest `host.max_connections`: the web page holds a `/v1/events`
 /// stream open and makes its requests beside it.
-const MIN_CONNECTIONS: u32 = 4;
+pub(super) const MIN_CONNECTIONS: u32 = 4;
 /// Most `host.max_connections`: each is a file descriptor, past any
 /// process's usual limit.
 const MAX_CONNECTIONS: u32 = 65_536;
@@ -222,8 +226,11 @@ impl LoadedFleet {
                 ),
             ));
         }
-        if h.max_body_bytes < 1024 {
-            return Err(self.invalid("host.max_body_bytes", "must be at least 1024"));
+        if h.max_body_bytes < MIN_BODY_BYTES {
+            return Err(self.invalid(
+                "host.max_body_bytes",
+                format!("must be at least {MIN_BODY_BYTES}"),
+            ));
         }
         if h.max_text_chars < MIN_TEXT_CHARS {
             return Err(self.invalid(
@@ -305,8 +312,11 @@ impl LoadedFleet {
         if r.max_turn_attempts < 1 {
             return Err(self.invalid("runtime.max_turn_attempts", "must be at least 1"));
         }
-        if r.context_entries < 4 {
-            return Err(self.invalid("runtime.context_entries", "must be at least 4"));
+        if r.context_entries < MIN_CONTEXT_ENTRIES {
+            return Err(self.invalid(
+                "runtime.context_entries",
+                format!("must be at least {MIN_CONTEXT_ENTRIES}"),
+            ));
         }
         if r.idle_timeout_s == 0 {
             return Err(self.invalid(

@@ -18,6 +18,11 @@ const MAX_MODEL_TIMEOUT_S: u64 = 86_400;
 /// million tokens, past any model's context window. (A larger one passed
 /// the checks and overflowed the start's arithmetic: QA.)
 const MAX_COMPACT_AT_TOKENS: u64 = 10_000_000;
+/// Fewest `compact_at_tokens` and `background_compact_at_tokens` of a
+/// provider: lower would compact the context after every turn.
+pub(super) const MIN_COMPACT_AT_TOKENS: u64 = 1000;
+/// Fewest `max_response_bytes` of a provider.
+pub(super) const MIN_RESPONSE_BYTES: u64 = 1024;
 
 impl LoadedFleet {
     /// Reads and validates a fleet file.
@@ -310,11 +315,11 @@ impl LoadedFleet {
                         }
                     }
                     if let Some(bytes) = max_response_bytes
-                        && *bytes < 1024
+                        && *bytes < MIN_RESPONSE_BYTES
                     {
                         return Err(self.invalid(
                             format!("{key}.max_response_bytes"),
-                            format!("is {bytes} but must be at least 1024"),
+                            format!("is {bytes} but must be at least {MIN_RESPONSE_BYTES}"),
                         ));
                     }
                     if fallback.is_some() && api_key_env.is_none() {
@@ -367,10 +372,10 @@ impl LoadedFleet {
                     format!("{e:?} is not an encoding; use \"o200k_base\" or \"cl100k_base\""),
                 ));
             }
-            if compact.is_some_and(|n| n < 1000) {
+            if compact.is_some_and(|n| n < MIN_COMPACT_AT_TOKENS) {
                 return Err(self.invalid(
                     format!("providers.{name}.compact_at_tokens"),
-                    "must be at least 1000",
+                    format!("must be at least {MIN_COMPACT_AT_TOKENS}"),
                 ));
             }
             for (key, n) in [
@@ -387,10 +392,13 @@ impl LoadedFleet {
                     ));
                 }
             }
-            if background.is_some_and(|n| n < 1000) {
+            if background.is_some_and(|n| n < MIN_COMPACT_AT_TOKENS) {
                 return Err(self.invalid(
                     format!("providers.{name}.background_compact_at_tokens"),
-                    "must be at least 1000: lower would compact the context after every turn",
+                    format!(
+                        "must be at least {MIN_COMPACT_AT_TOKENS}: lower would compact the \
+                         context after every turn"
+                    ),
                 ));
             }
             if let (Some(b), c) = (background, compact.unwrap_or(100_000))

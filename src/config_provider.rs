@@ -45,9 +45,12 @@ pub(super) struct RawProvider {
     api_key_env: Option<String>,
     #[serde(default, deserialize_with = "super::numbers::positive_u64_opt")]
     timeout_s: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::numbers::positive_u64_opt")]
     call_timeout_s: Option<u64>,
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::numbers::at_least_u64_opt::<{ super::load::MIN_RESPONSE_BYTES }, _>"
+    )]
     max_response_bytes: Option<u64>,
     #[serde(default)]
     stream: Option<bool>,
@@ -67,9 +70,15 @@ pub(super) struct RawProvider {
     script: Option<PathBuf>,
     #[serde(default)]
     encoding: Option<String>,
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::numbers::at_least_u64_opt::<{ super::load::MIN_COMPACT_AT_TOKENS }, _>"
+    )]
     compact_at_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "super::numbers::at_least_u64_opt::<{ super::load::MIN_COMPACT_AT_TOKENS }, _>"
+    )]
     background_compact_at_tokens: Option<u64>,
 }
 

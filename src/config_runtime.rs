@@ -52,7 +52,10 @@ pub struct RuntimeConfig {
     #[serde(default = "default_attempts")]
     pub max_turn_attempts: i64,
     /// Transcript entries kept in a bot's context.
-    #[serde(default = "default_context_entries")]
+    #[serde(
+        default = "default_context_entries",
+        deserialize_with = "super::numbers::at_least_usize::<{ super::limits::MIN_CONTEXT_ENTRIES as u64 }, _>"
+    )]
     pub context_entries: usize,
     /// Shell timeout when the model gives none.
     #[serde(

@@ -238,7 +238,7 @@ fn a_provider_bounds_each_model_call_in_time_and_size() {
         (
             with("max_response_bytes = -1"),
             "providers.main",
-            "`-1`, expected a whole number, 0 or more",
+            "`-1`, expected a whole number, 1024 or more",
         ),
     ];
     for (text, key, what) in cases {
@@ -503,6 +503,114 @@ fn numbers_that_break_the_host_are_refused() {
     ];
     for text in edges {
         LoadedFleet::parse(&text, "fleet.toml", None).unwrap();
+    }
+}
+
+/// A negative value of a key whose least value is above 0 is told that
+/// least value, as a value under it is (leftover of the 1-or-more audit:
+/// `context_entries = -1` was told "expected a whole number, 0 or more",
+/// and the `0` written next "must be at least 4").
+#[test]
+fn a_negative_is_told_the_keys_least_value() {
+    let with = |table: &str, lines: &str| format!("{ISSUE_EXAMPLE}\n[{table}]\n{lines}\n");
+    let host = |lines: &str| {
+        ISSUE_EXAMPLE.replace(
+            "listen = \"127.0.0.1:7878\"",
+            &format!("listen = \"127.0.0.1:7878\"\n{lines}"),
+        )
+    };
+    let provider = |line: &str| {
+        ISSUE_EXAMPLE.replace(
+            "api_key_env = \"XAI_API_KEY\"",
+            &format!("api_key_env = \"XAI_API_KEY\"\n{line}"),
+        )
+    };
+    let cases = [
+        ("runtime", "context_entries", "4 or more", "at least 4"),
+        ("host", "max_body_bytes", "1024 or more", "at least 1024"),
+        ("host", "max_text_chars", "100 or more", "at least 100"),
+        (
+            "host",
+            "max_connections",
+            "from 4 to 4294967295",
+            "must be 4 to 65536",
+        ),
+        ("host", "header_timeout_s", "1 or more", "must be 1 to 600"),
+        (
+            "host",
+            "request_timeout_s",
+            "1 or more",
+            "must be 1 to 3600",
+        ),
+        (
+            "host",
+            "max_streams_per_user",
+            "from 1 to 4294967295",
+            "must be 1 to 1024",
+        ),
+        (
+            "host",
+            "user_messages_per_minute",
+            "from 1 to 4294967295",
+            "must be 1 to",
+        ),
+        (
+            "host",
+            "unknown_tokens_per_minute",
+            "from 1 to 4294967295",
+            "must be 1 to",
+        ),
+        (
+            "providers.main",
+            "max_response_bytes",
+            "1024 or more",
+            "at least 1024",
+        ),
+        (
+            "providers.main",
+            "compact_at_tokens",
+            "1000 or more",
+            "at least 1000",
+        ),
+        (
+            "providers.main",
+            "background_compact_at_tokens",
+            "1000 or more",
+            "at least 1000",
+        ),
+        (
+            "providers.main",
+            "call_timeout_s",
+            "1 or more",
+            "at least timeout_s",
+        ),
+    ];
+    for (table, key, negative, zero) in cases {
+        let text = |value: &str| {
+            let line = format!("{key} = {value}");
+            match table {
+                "host" => host(&line),
+                "providers.main" => provider(&line),
+                _ => with(table, &line),
+            }
+        };
+        let e = err(&text("-1"));
+        assert!(
+            e.contains(&format!("{table}.{key}"))
+                && e.contains(&format!("`-1`, expected a whole number{}", {
+                    if negative.starts_with("from") {
+                        format!(" {negative}")
+                    } else {
+                        format!(", {negative}")
+                    }
+                })),
+            "{key} = -1: {e}"
+        );
+        let e = err(&text("0"));
+        assert!(
+            e.contains(&format!("{table}.{key}")) && e.contains(zero),
+            "{key} = 0: {e}"
+        );
     }
 }
 
