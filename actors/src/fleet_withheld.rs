@@ -4,8 +4,11 @@
 //! once the bot is given back.
 //!
 //! The task session of a subagent whose task was given in a conversation
-//! that stays another person's (the former owner's DM with the bot) is
-//! read by the new owner from the change on (a session floor, set by the store as the owner changes:
+//! that stays another person's (the former owner's DM with the bot), or
+//! where the new owner reads only from the change on (the runs of a
+//! routine the former owner made through the API, a room before the
+//! change), is read by the new owner from the change on (a session
+//! floor, set by the store as the owner changes:
 //! `Writer::floor_task_of_unread_origin`). The subagent's record kept
 //! what came before: the task's title, shown by CheckSubagent and in the
 //! subagent's name and role (`GET /v1/bots`, the web page), and its last

@@ -381,3 +381,96 @@ async fn a_cut_off_task_of_the_former_owners_dm_ends_without_running() {
 // An approval the subagent of such a task asked before the change reads
 // `expired` (`owner_changed`) and can no longer be decided:
 // `owner_change_approvals.rs`.
+
+/// A routine alice made through the API sets `boss` delegating, and the
+/// host is killed while the subagent waits for the model; `boss` goes to
+/// bob. The routine goes with the change (its prompt is alice's), its
+/// session goes to bob read from the change on, and the task it gave is
+/// alice's instruction too: it ends `failed` without a model call, and
+/// its Shell never writes; its title is withheld from bob. (Review: it ran
+/// on with bob's tools, and bob read its title, as only a task given in
+/// alice's DM or in a conversation with her bots ended.)
+#[tokio::test]
+async fn a_task_of_the_former_owners_api_routine_ends_without_running() {
+    let after = Arc::new(AtomicBool::new(false));
+    let (_open, gate) = watch::channel(false);
+    let responder = {
+        let after = Arc::clone(&after);
+        move |b: &Value| model(b, 0, &after, &gate)
+    };
+    let server = OpenAiServer::builder().responder(responder).start().await;
+    let fleet = TestFleet::new()
+        .openai("main", &server.base_url(), "max_retries = 0")
+        .bot("boss", "main", TOOLS);
+    let path = fleet.write();
+    let log = fleet.path().join("host.log");
+    let port = free_port();
+
+    let host = HostProcess::start(&path, port, &log).await;
+    let alice = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
+    let routine =
+        json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": "DELEGATE by routine" });
+    alice
+        .put_ok("/v1/bots/boss/routines/taxes", &routine)
+        .await
+        .unwrap();
+    // the subagent's request of its step writing the marker is held
+    while subagent_requests(&server, 0) < 1 {
+        server.wait_for_requests(server.request_count() + 1).await;
+    }
+    alice.delete("/v1/bots/boss/routines/taxes").await.unwrap();
+    let before_restart = server.request_count();
+    let url = host.url.clone();
+    host.kill9().await;
+
+    let fleet = fleet
+        .without_bot("boss")
+        .bot_of("boss", "main", TOOLS, "bob");
+    fleet.write();
+    after.store(true, Ordering::SeqCst);
+    let host = HostProcess::start(&path, port, &log).await;
+    let bob = botfleet::client::Client::new(&url, BOB_TOKEN).unwrap();
+    // every task the routine gave ends failed, none running again
+    let subs = poll(30, async || {
+        let bots = bob.get("/v1/bots").await.map_err(|e| e.to_string())?;
+        let subs: Vec<Value> = bots["bots"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|b| b["origin"] == "subagent:boss")
+            .collect();
+        let ended = !subs.is_empty() && subs.iter().all(|b| b["subagent_status"] == "failed");
+        if ended {
+            Ok(subs)
+        } else {
+            Err(format!("{subs:#?}"))
+        }
+    })
+    .await;
+    for sub in &subs {
+        let id = sub["id"].as_str().unwrap();
+        // its title is alice's routine's words: withheld from bob
+        let name = sub["name"].as_str().unwrap_or_default();
+        assert!(
+            !name.contains("ownerchg") && name.contains("(withheld)"),
+            "{sub:#?}"
+        );
+        let task = session_id(id, SessionKind::Subagent, "boss");
+        let es = bob.entries_after(&task, 0).await.unwrap();
+        assert!(
+            es.iter()
+                .any(|e| e["kind"] == "notice" && e["code"] == "owner_changed"),
+            "{es:#?}"
+        );
+    }
+    assert_eq!(
+        subagent_requests(&server, before_restart),
+        0,
+        "the model was asked for the task after the owner change"
+    );
+    let data = fleet.path().join("data");
+    assert_eq!(found(&data, MARKER), Vec::<std::path::PathBuf>::new());
+    host.kill9().await;
+    server.shutdown().await;
+}

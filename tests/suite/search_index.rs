@@ -143,9 +143,9 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
     let (fleet, path, log, port) = indexed_then_stopped().await;
     let data = fleet.path().join("data");
     let db = data.join("fleet.db");
-    // the database as migration 16 left it: migrations 17 to 32 add
-    // indexes, columns and two tables, taken back here (23's, 24's and
-    // 32's columns only where this build has them)
+    // the database as migration 16 left it: migrations 17 to 33 add
+    // indexes, columns and two tables, taken back here (23's, 24's, 32's
+    // and 33's columns only where this build has them)
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
         let stop: i64 = conn
@@ -171,10 +171,15 @@ async fn reindex_refuses_an_older_database_and_changes_nothing() {
             conn.execute_batch("DROP INDEX bots_name_key; ALTER TABLE bots DROP COLUMN name_key;")
                 .unwrap();
         }
-        // 32's index and columns, where this build has them
+        // 32's index and columns, and 33's, where this build has them
         conn.execute_batch("DROP INDEX IF EXISTS subagents_withheld;")
             .unwrap();
-        for column in ["withheld_description", "withheld_result"] {
+        for column in [
+            "withheld_description",
+            "withheld_result",
+            "given_by",
+            "given_seq",
+        ] {
             let n: i64 = conn
                 .query_row(
                     "SELECT count(*) FROM pragma_table_info('subagents') WHERE name = ?1",

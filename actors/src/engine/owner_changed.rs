@@ -43,7 +43,7 @@ impl Runner {
         session: &SessionRecord,
     ) -> Result<Option<OwnerChanged>, StoreError> {
         if session.key.kind == SessionKind::Subagent {
-            return self.task_owner_changed().await;
+            return self.task_owner_changed(session).await;
         }
         self.work_owner_changed(session).await
     }
@@ -70,8 +70,14 @@ impl Runner {
     /// its owner's any more: its parent's session it came from is the DM
     /// of a person who no longer owns the parent, or the parent's
     /// conversation with a bot of another owner (the subagent moves with
-    /// its parent, so its owner is the parent's).
-    async fn task_owner_changed(&self) -> Result<Option<OwnerChanged>, StoreError> {
+    /// its parent, so its owner is the parent's); or the task is one its
+    /// owner reads from a change on (`session`'s floor: given in the runs
+    /// of a routine the former owner made through the API, or in a room
+    /// before the change; `Writer::floor_task_of_unread_origin`).
+    async fn task_owner_changed(
+        &self,
+        session: &SessionRecord,
+    ) -> Result<Option<OwnerChanged>, StoreError> {
         // a subagent's bot is made with its record, in one write: a bot
         // without one is no subagent of Task's, and has no task to check
         let Some(sub) = self.rt.store.get_subagent(&self.bot.id).await? else {
@@ -82,10 +88,20 @@ impl Runner {
         };
         // one level: a subagent delegates no further, so the session it
         // came from is no task of its own
-        Ok(self
-            .work_owner_changed(&from)
+        if self.work_owner_changed(&from).await?.is_some() {
+            return Ok(Some(OwnerChanged::FormerOwnersTask(sub.parent)));
+        }
+        // review: a task a routine of the former owner made through the
+        // API gave ran on with the new owner's tools (its session had gone
+        // to them); the store judged it the former owner's as the owner
+        // changed, by where in that session it was given
+        let unread = self
+            .rt
+            .store
+            .session_floor(session.id, &self.bot.owner)
             .await?
-            .map(|_| OwnerChanged::FormerOwnersTask(sub.parent)))
+            .is_some();
+        Ok(unread.then_some(OwnerChanged::FormerOwnersTask(sub.parent)))
     }
 
     /// Ends this turn, whose work is another user's since an owner

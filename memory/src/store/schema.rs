@@ -43,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0030_memory_expired.sql"),
     include_str!("migrations/0031_hook_signatures_digest.sql"),
     include_str!("migrations/0032_subagents_withheld.sql"),
+    include_str!("migrations/0033_subagents_given.sql"),
 ];
 
 /// The migration that adds `bots.name_key` (`0024_bots_name_key.sql`),

@@ -286,10 +286,16 @@ impl Writer {
                 Ok(MutationResult::Count(n))
             }
             Mutation::CreateSubagent(sub) => {
+                // who gave the task, and where in the session it came
+                // from (migration 33): whether a new owner of the bot may
+                // read it (`floor_task_of_unread_origin`)
                 self.conn
                     .prepare_cached(
-                        "INSERT INTO subagents (id, parent, parent_session, description, status, result, created_at, updated_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                        "INSERT INTO subagents (id, parent, parent_session, description, status, result, created_at, updated_at,
+                                                given_by, given_seq)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7,
+                                 (SELECT owner FROM sessions WHERE id = ?3),
+                                 (SELECT MAX(seq) FROM entries WHERE session_id = ?3))",
                     )?
                     .execute(params![
                         sub.id.as_str(),

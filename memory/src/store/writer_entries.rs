@@ -133,26 +133,34 @@ impl Writer {
     }
 
     /// A subagent's task given in a session that stays another person's
-    /// (the former owner's DM with the bot): the task session goes to the
-    /// new owner read from the change on, as a room session is. The task
-    /// and the steering in it are that person's words (QA: a task given
-    /// in the former owner's DM, "read my tax return", moved whole with
-    /// the subagent, and the new owner found it by search); such a task
-    /// never runs again (`owner_changed`), so nothing it needs is cut
-    /// from its context. Run after the parent's sessions moved: a task
-    /// given in a session that went to the new owner keeps its history.
+    /// (the former owner's DM with the bot), or in the part of a session
+    /// that its new owner reads no more of (the runs of a routine the
+    /// former owner made through the API, a room's talk before the
+    /// change): the task session goes to the new owner read from the
+    /// change on, as a room session is. The task and the steering in it
+    /// are that person's words (QA: a task given in the former owner's
+    /// DM, "read my tax return", moved whole with the subagent, and the
+    /// new owner found it by search); such a task never runs again
+    /// (`owner_changed`), so nothing it needs is cut from its context.
+    /// Run after the parent's sessions moved (and got their floors): a
+    /// task given where the new owner reads keeps its history, and one
+    /// the owner gave themselves (the bot given back) is read whole again.
     fn floor_task_of_unread_origin(
         &mut self,
         child: &BotId,
         parent: &BotRecord,
         now: i64,
     ) -> Result<()> {
-        let origin: Option<String> = self
+        let origin: Option<(String, Option<String>, Option<i64>)> = self
             .conn
-            .prepare_cached("SELECT parent_session FROM subagents WHERE id = ?1")?
-            .query_row(params![child.as_str()], |r| r.get(0))
+            .prepare_cached(
+                "SELECT parent_session, given_by, given_seq FROM subagents WHERE id = ?1",
+            )?
+            .query_row(params![child.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
             .optional()?;
-        let Some(origin) = origin else {
+        let Some((origin, given_by, given_seq)) = origin else {
             return Ok(());
         };
         let origin: SessionId = origin.parse()?;
@@ -167,7 +175,24 @@ impl Writer {
             peer: parent.id.to_string(),
         }
         .id();
-        if origin_owner.is_none_or(|o| o == parent.owner.as_str()) {
+        // the session went to the owner read from a seq on (the routine
+        // a former owner made through the API: its runs, and the task one
+        // gave, are theirs; review: such a task was read whole): a task
+        // given before that seq is read no more than the runs around it.
+        // The file's routine is read from its first run on, so a task its
+        // runs gave is read (by position, not time: the floor's time is
+        // the change's).
+        let given_unread = match (
+            session_floors::floor(&self.conn, origin, &parent.owner)?,
+            given_seq,
+        ) {
+            (Some((from_seq, _)), Some(seq)) => seq < from_seq,
+            _ => false,
+        };
+        // the owner gave it themselves (given back after a change: the
+        // give-back floors the routine's session for them too, from then)
+        let theirs = given_by.is_some_and(|g| g == parent.owner.as_str());
+        if theirs || (!given_unread && origin_owner.is_none_or(|o| o == parent.owner.as_str())) {
             // given back to the person whose task it is: read whole again
             // (review: the floor of the change before stayed, and a task
             // given more work ran without its start in its context)
@@ -508,3 +533,6 @@ impl Writer {
 #[cfg(test)]
 #[path = "owner_change_tests.rs"]
 mod owner_change_tests;
+#[cfg(test)]
+#[path = "task_origin_tests.rs"]
+mod task_origin_tests;
