@@ -513,6 +513,10 @@ prompts! {
     /// The notice ending a turn in a bot's conversation with a bot that
     /// belongs to another user now (an owner changed in fleet.toml).
     owner_changed_bot => "owner_changed_bot.md",
+    /// The notice ending a turn whose inputs came before an owner change
+    /// into a session its new owner reads from the change on (a run of a
+    /// routine the former owner made through the API, a room's message).
+    owner_changed_run => "owner_changed_run.md",
     /// The notice ending a turn of a subagent's task that came from a
     /// conversation of its parent's former owner (an owner changed in
     /// fleet.toml).

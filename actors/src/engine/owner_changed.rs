@@ -1,6 +1,9 @@
 //! Work that is no longer its bot's to do since fleet.toml changed an
 //! owner: a DM of a person who no longer owns the bot, a conversation with
-//! a bot of another owner, and a subagent's task delegated from either.
+//! a bot of another owner, inputs that came before the change into a
+//! session its new owner reads only from the change on (a run of a
+//! routine the former owner made through the API, a room's message), and
+//! a subagent's task delegated from any of them.
 //! Checked as a turn starts and as it resumes (`Runner::run`), before the
 //! new owner's identity, memory, secrets or tools are read: such a turn
 //! ends without a model call. `impl Runner`, split from `turn_setup.rs`.
@@ -18,9 +21,16 @@ pub(in crate::engine::runner) enum OwnerChanged {
     /// belongs to another user than the bot does.
     OtherOwnersBot(BotId),
     /// The session is a subagent's task that this parent delegated from
-    /// one of the two above: the task is the former owner's (or their
+    /// one of the above: the task is the former owner's (or their
     /// bot's) instruction, and its conversation holds it.
     FormerOwnersTask(BotId),
+    /// The turn's inputs came before the change into a session that went
+    /// to the new owner read from the change on (its floor): a run of a
+    /// routine the former owner made through the API, whose prompt is
+    /// theirs, or what a room said to the bot then. (Review: such a run,
+    /// cut off by the restart, went on with the new owner's tools and read
+    /// their files.)
+    BeforeTheChange,
 }
 
 impl Runner {
@@ -55,6 +65,18 @@ impl Runner {
     ) -> Result<Option<OwnerChanged>, StoreError> {
         if session.key.is_former_owners_dm(&self.bot.owner) {
             return Ok(Some(OwnerChanged::FormerOwnersDm));
+        }
+        // only these kinds go to a new owner with a floor
+        // (`Writer::move_own_work`): a DM's turn reads nothing more
+        if matches!(session.key.kind, SessionKind::Routine | SessionKind::Group)
+            && let Some((from_seq, _)) = self
+                .rt
+                .store
+                .session_floor(session.id, &self.bot.owner)
+                .await?
+            && self.input_seqs().await?.iter().any(|seq| *seq < from_seq)
+        {
+            return Ok(Some(OwnerChanged::BeforeTheChange));
         }
         // a peer that names no bot (or no bot any more) has no owner to
         // differ: its inputs run as before; an approval asked there is
@@ -102,6 +124,28 @@ impl Runner {
             .await?
             .is_some();
         Ok(unread.then_some(OwnerChanged::FormerOwnersTask(sub.parent)))
+    }
+
+    /// The seqs of this turn's inputs: the plan's, or those its stored
+    /// checkpoint names (a turn the restart cut off is planned without
+    /// them). Empty for a compaction, and for a checkpoint that predates
+    /// them.
+    async fn input_seqs(&self) -> Result<Vec<i64>, StoreError> {
+        let planned: Vec<i64> = match &self.kind {
+            Some(
+                PlanKind::New { inputs }
+                | PlanKind::Resume { inputs }
+                | PlanKind::Fail { inputs, .. },
+            ) => inputs.iter().map(|(item, _)| item.seq).collect(),
+            Some(PlanKind::Compact) | None => return Ok(Vec::new()),
+        };
+        if matches!(self.kind, Some(PlanKind::New { .. })) || !planned.is_empty() {
+            return Ok(planned);
+        }
+        Ok(match self.rt.store.get_turn(self.turn).await? {
+            Some(record) => TurnState::from_value(&record.checkpoint).input_seqs,
+            None => Vec::new(),
+        })
     }
 
     /// Ends this turn, whose work is another user's since an owner
@@ -167,6 +211,14 @@ impl Runner {
                     TurnStatus::Cancelled,
                 )
             }
+            OwnerChanged::BeforeTheChange => {
+                tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, "the turn's inputs came before the owner change, into a session the new owner reads from the change on: the turn ends unanswered");
+                (
+                    prompts().owner_changed_run.render(&[]),
+                    "its inputs came before the bot was given to its owner".to_owned(),
+                    TurnStatus::Cancelled,
+                )
+            }
             OwnerChanged::FormerOwnersTask(parent) => {
                 tracing::info!(bot = %self.bot.id, turn = %self.turn, session = %self.session, %parent, "the subagent's task came from work of its parent's former owner: the turn ends without running");
                 let p = prompts();
@@ -200,7 +252,9 @@ impl Runner {
                     Vec::new()
                 }
             },
-            OwnerChanged::FormerOwnersDm | OwnerChanged::FormerOwnersTask(_) => Vec::new(),
+            OwnerChanged::FormerOwnersDm
+            | OwnerChanged::FormerOwnersTask(_)
+            | OwnerChanged::BeforeTheChange => Vec::new(),
         };
         self.end_with(status, Some((error, notice)), told).await
     }

@@ -1,0 +1,146 @@
+//! A run of a routine alice made through the API, still going when
+//! fleet.toml gives the bot to bob: the restart cuts it off, and the
+//! change deletes the routine (its prompt is alice's) and gives its
+//! session to bob read from the change on. The run is alice's errand: it
+//! must not go on with bob's tools, workspace and secrets. After the
+//! restart the script answers anything by reading `diary.txt` (bob's, in
+//! his workspace) and sending it.
+
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::BOB_TOKEN;
+use crate::support::fleet::TOKEN;
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
+use crate::support::fleet::restart;
+use crate::support::fleet::session_of;
+use crate::support::process::poll;
+
+/// What bob's diary holds.
+const DIARY: &str = "HUNTER2 is bob's pin";
+
+/// Before the restart: the routine's run hangs in its first model call.
+const BEFORE: &str = r#"
+[[rule]]
+bot = "p"
+match = "ERRAND"
+steps = [ { delay_ms = 600000, tool = "SendMessage", args = { text = "too late" } } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// After the restart: anything is answered with bob's diary.
+const AFTER: &str = r#"
+[[rule]]
+steps = [ { tool = "Read", args = { path = "diary.txt" } },
+          { tool = "SendMessage", args = { text = "ANSWERED {{tool_result}}" } } ]
+"#;
+
+const TOOLS: &[&str] = &["SendMessage", "Read"];
+
+const RUNTIME: &str = "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n";
+
+/// Stops the host, gives `p` to bob (whose workspace holds his diary),
+/// puts the script of after the restart in place, and starts again.
+async fn give_p_to_bob(host: TestHost) -> TestHost {
+    let fleet = host.shutdown().await;
+    let dir = fleet.path();
+    let bobs = dir.join("data/workspace/bob");
+    std::fs::create_dir_all(&bobs).unwrap();
+    std::fs::write(bobs.join("diary.txt"), DIARY).unwrap();
+    std::fs::write(dir.join("scripts/s.toml"), AFTER).unwrap();
+    let fleet = fleet
+        .without_bot("p")
+        .bot_of("p", "s", TOOLS, "bob")
+        .runtime(RUNTIME);
+    fleet.write();
+    restart(fleet).await
+}
+
+/// alice's routine `errand` runs every second; its first run hangs until
+/// the restart that gives `p` to bob. Its turn ends `cancelled` with an
+/// `owner_changed` notice and no model step, as a turn in alice's DM
+/// does; nothing of bob's is read or sent for it.
+#[tokio::test]
+async fn a_run_of_the_former_owners_api_routine_ends_unanswered() {
+    let host = TestFleet::new()
+        .script("s", BEFORE)
+        .bot("p", "s", TOOLS)
+        .runtime(RUNTIME)
+        .start()
+        .await;
+    let routine = json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": "ERRAND of alice" });
+    let (status, v) = host
+        .call(
+            reqwest::Method::PUT,
+            "/v1/bots/p/routines/errand",
+            TOKEN,
+            Some(routine),
+        )
+        .await;
+    assert!(status == 200 || status == 201, "{status} {v}");
+    let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
+    // the run's turn has started (and hangs in its model call)
+    let alice = host.client();
+    poll(30, async || {
+        let es = alice
+            .entries_after(&session, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        match es.iter().any(|e| e["kind"] == "event") {
+            true => Ok(()),
+            false => Err(format!("{es:#?}")),
+        }
+    })
+    .await;
+    host.wait_running("p").await;
+
+    let host = give_p_to_bob(host).await;
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    // the cut-off run ends unanswered; runs queued behind it too
+    let entries = poll(30, async || {
+        let es: Vec<Value> = bob
+            .entries_after(&session, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ended = es
+            .iter()
+            .any(|e| e["kind"] == "turn_end" && e["status"] == "cancelled");
+        if ended {
+            Ok(es)
+        } else {
+            Err(format!("{es:#?}"))
+        }
+    })
+    .await;
+    let notice = entries
+        .iter()
+        .find(|e| e["kind"] == "notice")
+        .unwrap_or_else(|| panic!("no notice: {entries:#?}"));
+    assert_eq!(notice["code"], "owner_changed", "{notice}");
+    // bob's own message runs (the bot is his), after whatever the
+    // routine's session still had queued
+    let (end, dm) = host.end_turn_as("p", BOB_TOKEN, "hello").await;
+    assert_eq!(end["status"], "completed", "{dm:#?}");
+    let entries = bob.entries_after(&session, 0).await.unwrap();
+    assert!(
+        !entries.iter().any(|e| e.to_string().contains("HUNTER2")),
+        "alice's routine read bob's diary: {entries:#?}"
+    );
+    assert!(
+        !deliveries(&entries)
+            .iter()
+            .any(|d| d.starts_with("ANSWERED")),
+        "{entries:#?}"
+    );
+    assert!(
+        !entries
+            .iter()
+            .any(|e| matches!(e["kind"].as_str(), Some("assistant" | "tool_result"))),
+        "a run of alice's routine stepped under bob: {entries:#?}"
+    );
+    host.shutdown().await;
+}
