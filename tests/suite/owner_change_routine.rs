@@ -2,7 +2,8 @@
 //! fleet.toml gives the bot to bob: the restart cuts it off, and the
 //! change deletes the routine (its prompt is alice's) and gives its
 //! session to bob read from the change on. The run is alice's errand: it
-//! must not go on with bob's tools, workspace and secrets. After the
+//! must not go on with bob's tools, workspace and secrets. A run of a
+//! routine of the file goes on under bob, who reads its runs. After the
 //! restart the script answers anything by reading `diary.txt` (bob's, in
 //! his workspace) and sending it.
 
@@ -43,9 +44,13 @@ const TOOLS: &[&str] = &["SendMessage", "Read"];
 
 const RUNTIME: &str = "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = false\n";
 
-/// Stops the host, gives `p` to bob (whose workspace holds his diary),
-/// puts the script of after the restart in place, and starts again.
-async fn give_p_to_bob(host: TestHost) -> TestHost {
+/// A routine of the file, run every second.
+const FILE_ROUTINE: &str = "[[bots.routines]]\nname = \"daily\"\ncron = \"* * * * * *\"\ntimezone = \"UTC\"\nprompt = \"ERRAND of the file\"\n";
+
+/// Stops the host, gives `p` to bob (whose workspace holds his diary)
+/// with `lines` at the end of its table, puts the script of after the
+/// restart in place, and starts again.
+async fn give_p_to_bob(host: TestHost, lines: &str) -> TestHost {
     let fleet = host.shutdown().await;
     let dir = fleet.path();
     let bobs = dir.join("data/workspace/bob");
@@ -55,9 +60,28 @@ async fn give_p_to_bob(host: TestHost) -> TestHost {
     let fleet = fleet
         .without_bot("p")
         .bot_of("p", "s", TOOLS, "bob")
+        .bot_lines(lines)
         .runtime(RUNTIME);
     fleet.write();
     restart(fleet).await
+}
+
+/// The first run of routine session `session` has started (and hangs in
+/// its model call).
+async fn run_started(host: &TestHost, session: &str) {
+    let alice = host.client();
+    poll(30, async || {
+        let es = alice
+            .entries_after(session, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        match es.iter().any(|e| e["kind"] == "event") {
+            true => Ok(()),
+            false => Err(format!("{es:#?}")),
+        }
+    })
+    .await;
+    host.wait_running("p").await;
 }
 
 /// alice's routine `errand` runs every second; its first run hangs until
@@ -84,21 +108,9 @@ async fn a_run_of_the_former_owners_api_routine_ends_unanswered() {
     assert!(status == 200 || status == 201, "{status} {v}");
     let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
     // the run's turn has started (and hangs in its model call)
-    let alice = host.client();
-    poll(30, async || {
-        let es = alice
-            .entries_after(&session, 0)
-            .await
-            .map_err(|e| e.to_string())?;
-        match es.iter().any(|e| e["kind"] == "event") {
-            true => Ok(()),
-            false => Err(format!("{es:#?}")),
-        }
-    })
-    .await;
-    host.wait_running("p").await;
+    run_started(&host, &session).await;
 
-    let host = give_p_to_bob(host).await;
+    let host = give_p_to_bob(host, "").await;
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
     // the cut-off run ends unanswered; runs queued behind it too
     let entries = poll(30, async || {
@@ -141,6 +153,56 @@ async fn a_run_of_the_former_owners_api_routine_ends_unanswered() {
             .iter()
             .any(|e| matches!(e["kind"].as_str(), Some("assistant" | "tool_result"))),
         "a run of alice's routine stepped under bob: {entries:#?}"
+    );
+    host.shutdown().await;
+}
+
+/// The file's routine `daily`, whose runs bob reads after the change,
+/// is cut off by the same restart: its run goes on under bob, who owns
+/// the bot and reads that routine's runs (review of an earlier rule: a
+/// file routine's work was ended with the API routine's).
+#[tokio::test]
+async fn a_run_of_the_files_routine_goes_on_under_the_new_owner() {
+    let host = TestFleet::new()
+        .script("s", BEFORE)
+        .bot("p", "s", TOOLS)
+        .bot_lines(FILE_ROUTINE)
+        .runtime(RUNTIME)
+        .start()
+        .await;
+    let session = session_of("p", botfleet::memory::SessionKind::Routine, "daily");
+    run_started(&host, &session).await;
+
+    let host = give_p_to_bob(host, FILE_ROUTINE).await;
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    let entries = poll(30, async || {
+        let es: Vec<Value> = bob
+            .entries_after(&session, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        // the cut-off run (input 1) completed, its Read answered with
+        // bob's diary (what it sent went to bob)
+        let answered = es.iter().any(|e| {
+            e["kind"] == "turn_end"
+                && e["status"] == "completed"
+                && e["inputs"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!(1)))
+        }) && es
+            .iter()
+            .any(|e| e["kind"] == "tool_result" && e["content"] == DIARY);
+        if answered {
+            Ok(es)
+        } else {
+            Err(format!("{es:#?}"))
+        }
+    })
+    .await;
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e["kind"] == "notice" && e["code"] == "owner_changed"),
+        "{entries:#?}"
     );
     host.shutdown().await;
 }
