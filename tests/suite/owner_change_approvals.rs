@@ -13,6 +13,10 @@
 //! its event woke the subagent, whose turn then ended `owner_changed`, so
 //! the approved action never ran; the approval counted as pending until
 //! then.
+//!
+//! So does an approval of a task a routine alice made through the API
+//! gave (review: it stayed pending and decidable, and approving it
+//! answered `200`).
 
 use serde_json::Value;
 use serde_json::json;
@@ -41,7 +45,7 @@ fn script() -> String {
         r#"
 [[rule]]
 bot = "p"
-match = "^delegate"
+match = "delegate (it|by routine)"
 steps = [ {{ tool = "Task", args = {{ description = "paste", prompt = "{SUBTASK}" }} }},
           {{ tool = "SendMessage", args = {{ text = "delegated" }} }} ]
 
@@ -92,13 +96,41 @@ fn ids(listing: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_subagent_tasks_approval_from_the_former_owners_dm_expires_with_the_owner_change() {
+    approval_of_a_former_owners_task_expires(false).await;
+}
+
+#[tokio::test]
+async fn a_subagent_tasks_approval_from_the_former_owners_api_routine_expires_with_the_owner_change()
+ {
+    approval_of_a_former_owners_task_expires(true).await;
+}
+
+/// `p` delegates in alice's DM, or in a run of a routine alice made
+/// through the API (`by_routine`, deleted once its task asked); the
+/// subagent's approval, after `p` is given to bob.
+async fn approval_of_a_former_owners_task_expires(by_routine: bool) {
     let host = TestFleet::new()
         .script("s", &script())
         .bot("p", "s", TOOLS)
         .tables("[review]\nshell = \"enforce\"\n")
         .start()
         .await;
-    let dm = host.complete_turn("p", "delegate it").await;
+    let origin = if by_routine {
+        let routine =
+            json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": "delegate by routine" });
+        let (status, v) = host
+            .call(
+                reqwest::Method::PUT,
+                "/v1/bots/p/routines/errand",
+                TOKEN,
+                Some(routine),
+            )
+            .await;
+        assert!(status == 200 || status == 201, "{status} {v}");
+        crate::support::fleet::session_of("p", botfleet::memory::SessionKind::Routine, "errand")
+    } else {
+        host.complete_turn("p", "delegate it").await
+    };
     let sub = host.wait_subagent_of("p").await;
     let asked = host
         .wait_get("/v1/approvals?status=pending", |v| {
@@ -111,8 +143,19 @@ async fn a_subagent_tasks_approval_from_the_former_owners_dm_expires_with_the_ow
         .await;
     let id = asked["id"].as_str().unwrap().to_owned();
     let task = asked["session"].as_str().unwrap().to_owned();
+    if by_routine {
+        let (status, v) = host
+            .call(
+                reqwest::Method::DELETE,
+                "/v1/bots/p/routines/errand",
+                TOKEN,
+                None,
+            )
+            .await;
+        assert!(status < 300, "{status} {v}");
+    }
     // the subagent reported (its call waits for the approval)
-    host.wait_for(&dm, |es| {
+    host.wait_for(&origin, |es| {
         es.iter()
             .find(|e| e["kind"] == "agent_message" && e["from"] == sub.as_str())
             .cloned()

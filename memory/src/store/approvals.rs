@@ -62,7 +62,10 @@ macro_rules! subagent_stopped {
 /// `parent_session`) is work that is no longer its parent's owner's: the
 /// DM of a person who no longer owns the parent, or the parent's
 /// conversation with a bot that belongs to another user (fleet.toml gave
-/// one of them to someone else). Every turn of such a task ends
+/// one of them to someone else), or a task its owner reads from the
+/// change on (the approval's session, its task session, has a floor for
+/// them: given by a routine the former owner made through the API;
+/// `Writer::floor_task_of_unread_origin`). Every turn of such a task ends
 /// `owner_changed` without running (`engine/owner_changed.rs`,
 /// `FormerOwnersTask`), so it never reads a decision nor repeats the call.
 /// Lookups of primary keys. A macro, as [`newer_user_message`].
@@ -74,7 +77,9 @@ macro_rules! former_owners_task {
            WHERE sa.id = a.bot_id
              AND ((ps.kind = 'dm' AND ps.peer != pb.owner)
                OR (ps.kind = 'agent' AND EXISTS (SELECT 1 FROM bots ob
-                     WHERE ob.id = ps.peer AND ob.owner != pb.owner))))"
+                     WHERE ob.id = ps.peer AND ob.owner != pb.owner))
+               OR EXISTS (SELECT 1 FROM session_floors tf
+                     WHERE tf.session_id = a.session_id AND tf.user_id = pb.owner)))"
     };
 }
 
