@@ -295,6 +295,53 @@ mod tests {
         Ok(())
     }
 
+    /// Migration 33 records who gave each stored subagent its task and
+    /// where, where that is certain: the session it came from is its
+    /// parent's owner's and unfloored (the newest seq there as the
+    /// subagent was made); elsewhere (an owner change already floored the
+    /// session, or it is another person's) both stay NULL.
+    #[test]
+    fn stored_subagents_get_their_giver_at_migration_33() -> Result<()> {
+        let mut conn = Connection::open_in_memory()?;
+        for sql in &MIGRATIONS[..32] {
+            conn.execute_batch(sql)?;
+        }
+        conn.pragma_update(None, "user_version", 32)?;
+        conn.execute_batch(
+            "INSERT INTO bots (id, name, owner, role, provider, tools, settings, origin, created_at, updated_at)
+               VALUES ('p', 'P', 'alice', '', 'main', '[]', '{}', 'config', 0, 0);
+             INSERT INTO sessions (id, bot_id, kind, peer, owner, created_at) VALUES
+               ('run', 'p', 'routine', 'taxes', 'alice', 0),
+               ('moved', 'p', 'routine', 'old', 'alice', 0),
+               ('carol', 'p', 'dm', 'carol', 'carol', 0);
+             INSERT INTO entries (session_id, seq, id, kind, author, body, created_at) VALUES
+               ('run', 1, 'e1', 'event', 'r', '{}', 100),
+               ('run', 2, 'e2', 'assistant', 'p', '{}', 110),
+               ('run', 3, 'e3', 'event', 'r', '{}', 500),
+               ('moved', 1, 'e4', 'event', 'r', '{}', 100);
+             INSERT INTO session_floors (session_id, user_id, from_seq, since)
+               VALUES ('moved', 'alice', 2, 300);
+             INSERT INTO subagents (id, parent, parent_session, description, status, created_at, updated_at) VALUES
+               ('p.sub-run', 'p', 'run', 't', 'done', 120, 120),
+               ('p.sub-moved', 'p', 'moved', 't', 'done', 120, 120),
+               ('p.sub-carol', 'p', 'carol', 't', 'done', 120, 120);",
+        )?;
+        migrate(&mut conn)?;
+        let mut stmt = conn.prepare("SELECT id, given_by, given_seq FROM subagents ORDER BY id")?;
+        let rows: Vec<(String, Option<String>, Option<i64>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        assert_eq!(
+            rows,
+            [
+                ("p.sub-carol".to_owned(), None, None),
+                ("p.sub-moved".to_owned(), None, None),
+                ("p.sub-run".to_owned(), Some("alice".to_owned()), Some(2)),
+            ]
+        );
+        Ok(())
+    }
+
     /// Migration 16 records the owner of an owed extraction: a row owed
     /// before it gets its bot's owner as stored (a migration runs before
     /// the start applies an owner change), a row of a bot not stored is

@@ -7,7 +7,20 @@
 -- there when it was given, at or past the session's floor for them). A
 -- task a routine its former owner made through the API gave was read by
 -- the new owner whole, the routine's session going to them read from the
--- change on. NULL on older rows: such a task is judged by the session's
--- owner alone, as before.
+-- change on.
 ALTER TABLE subagents ADD COLUMN given_by TEXT;
 ALTER TABLE subagents ADD COLUMN given_seq INTEGER;
+-- the rows already stored, where both are certain: the session the task
+-- came from is its parent's owner's and no owner change floored it (so
+-- that owner gave the task), and the newest seq there when the subagent
+-- was made (the Task call is written before its tool runs). Elsewhere
+-- NULL: such a task is judged by the session's owner alone, as before.
+UPDATE subagents SET
+    given_by = (SELECT s.owner FROM sessions s WHERE s.id = subagents.parent_session),
+    given_seq = (SELECT MAX(e.seq) FROM entries e
+                 WHERE e.session_id = subagents.parent_session
+                   AND e.created_at <= subagents.created_at)
+WHERE EXISTS (SELECT 1 FROM sessions s JOIN bots b ON b.id = subagents.parent
+              WHERE s.id = subagents.parent_session AND s.owner = b.owner)
+  AND NOT EXISTS (SELECT 1 FROM session_floors f
+                  WHERE f.session_id = subagents.parent_session);
