@@ -319,6 +319,47 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
     assert!(alice.entries_after(&own, 0).await.is_err());
     assert!(alice.entries_after(&task, 0).await.is_err());
 
+    // bob has boss steer it: refused, and nothing of his is written into
+    // alice's task (review: his steering was, and once the bot was given
+    // back she read it)
+    let (status, sent) = bob
+        .send_message(
+            "boss",
+            &format!("{MORE} SUB={sub}"),
+            &format!("bob-more-{steps}"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.as_u16(), 202, "{sent}");
+    let bobs = sent["session"].as_str().unwrap().to_owned();
+    let es = poll(30, async || {
+        let es = bob
+            .entries_after(&bobs, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        match es.iter().any(|e| e["kind"] == "turn_end") {
+            true => Ok(es),
+            false => Err(format!("{es:#?}")),
+        }
+    })
+    .await;
+    let refused = es
+        .iter()
+        .find(|e| e["kind"] == "tool_result" && e["name"] == "MessageSubagent")
+        .unwrap_or_else(|| panic!("no MessageSubagent: {es:#?}"));
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(
+        refused["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("another owner") && c.contains("was not sent")),
+        "{refused}"
+    );
+    let es = bob.entries_after(&task, 0).await.unwrap();
+    assert!(
+        !es.iter().any(|e| e.to_string().contains(STEER)),
+        "bob's steering is in the task: {es:#?}"
+    );
+
     // given back to alice, her task is whole again: she reads it, and
     // more work she has boss give it runs with the task in its context
     // (review: the first change's floor stayed, and cut the subagent's

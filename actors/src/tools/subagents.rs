@@ -454,6 +454,7 @@ impl Tool for MessageSubagent {
             ctx.limits().max_message_chars,
         )?;
         let sub = own_subagent(ctx, &args.id).await?;
+        refuse_former_owners_task(ctx, &sub).await?;
         let more = "wait for their reports, or stop one with StopSubagent, before giving a \
                     finished subagent more work";
         let restart = match sub.status {
@@ -515,6 +516,43 @@ impl Tool for MessageSubagent {
             delivered: false,
         })
     }
+}
+
+/// Refuses a message to a subagent whose task is a former owner's: its
+/// task session is read by its owner from an owner change on (its floor;
+/// `Writer::floor_task_of_unread_origin`), and every turn there ends
+/// `owner_changed` without running. Recorded there, the message was read
+/// by the former owner once the bot was given back to them, with the
+/// task session whole again (review: the new owner's steering, with what
+/// their bot put in it, was theirs to read and search).
+async fn refuse_former_owners_task(
+    ctx: &ToolContext<'_>,
+    sub: &SubagentRecord,
+) -> Result<(), ToolError> {
+    let task = SessionKey {
+        bot: sub.id.clone(),
+        kind: SessionKind::Subagent,
+        peer: ctx.bot.id.to_string(),
+    }
+    .id();
+    let floored = ctx
+        .store()
+        .session_floor(task, &ctx.bot.owner)
+        .await
+        .map_err(store_error)?
+        .is_some();
+    if !floored {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        format!(
+            "subagent {}'s task was given while this bot had another owner, and it is theirs: it \
+             does not run for your owner, and the message was not sent",
+            sub.id
+        ),
+        "start a new subagent with Task for this work",
+    )
+    .or_without("Task", "tell your person instead"))
 }
 
 /// The refusal of a message to a subagent whose task ended after the call
