@@ -6,8 +6,8 @@
 //! The task session of a subagent whose task was given in a conversation
 //! that stays another person's (the former owner's DM with the bot), or
 //! where the new owner reads only from the change on (the runs of a
-//! routine the former owner made through the API, a room before the
-//! change), is read by the new owner from the change on (a session
+//! routine the former owner made through the API), is read by the new
+//! owner from the change on (a session
 //! floor, set by the store as the owner changes:
 //! `Writer::floor_task_of_unread_origin`). The subagent's record kept
 //! what came before: the task's title, shown by CheckSubagent and in the

@@ -94,8 +94,8 @@ impl Runner {
     /// conversation with a bot of another owner (the subagent moves with
     /// its parent, so its owner is the parent's); or the task is one its
     /// owner reads from a change on (`session`'s floor: given in the runs
-    /// of a routine the former owner made through the API, or in a room
-    /// before the change; `Writer::floor_task_of_unread_origin`).
+    /// of a routine the former owner made through the API;
+    /// `Writer::floor_task_of_unread_origin`).
     async fn task_owner_changed(
         &self,
         session: &SessionRecord,

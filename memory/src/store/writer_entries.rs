@@ -135,9 +135,9 @@ impl Writer {
     /// A subagent's task given in a session that stays another person's
     /// (the former owner's DM with the bot), or in the part of a session
     /// that its new owner reads no more of (the runs of a routine the
-    /// former owner made through the API, a room's talk before the
-    /// change): the task session goes to the new owner read from the
-    /// change on, as a room session is. The task and the steering in it
+    /// former owner made through the API; a room's turns have no Task):
+    /// the task session goes to the new owner read from the change on, as
+    /// a room session is. The task and the steering in it
     /// are that person's words (QA: a task given in the former owner's
     /// DM, "read my tax return", moved whole with the subagent, and the
     /// new owner found it by search); such a task never runs again
