@@ -206,3 +206,87 @@ async fn a_run_of_the_files_routine_goes_on_under_the_new_owner() {
     );
     host.shutdown().await;
 }
+
+/// A run of `errand` as bob makes it again delegates; its task reports.
+const DELEGATING: &str = r#"
+[[rule]]
+bot = "p"
+match = "ERRAND of bob"
+steps = [ { tool = "Task", args = { description = "bob's check", prompt = "SUBTASK of bob" } },
+          { text = "" } ]
+
+[[rule]]
+match = "SUBTASK"
+steps = [ { tool = "SendMessage", args = { text = "checked for bob" } } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// alice's routine `errand` ran; `p` goes to bob, who makes `errand`
+/// again (its session, read by him from the change on, is the name's),
+/// and its run delegates: the task is bob's and runs (review of 74ca8e7:
+/// the rule for inputs of before the change was asked of the session a
+/// task came from, with the task's own input seqs, and ended it).
+#[tokio::test]
+async fn a_task_of_the_new_owners_routine_of_the_same_name_runs() {
+    let host = TestFleet::new()
+        .script("s", DELEGATING)
+        .bot("p", "s", &["SendMessage", "Task", "CheckSubagent"])
+        .runtime(RUNTIME)
+        .start()
+        .await;
+    let routine =
+        |prompt: &str| Some(json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": prompt }));
+    let path = "/v1/bots/p/routines/errand";
+    let (status, v) = host
+        .call(reqwest::Method::PUT, path, TOKEN, routine("PLAIN of alice"))
+        .await;
+    assert!(status == 200 || status == 201, "{status} {v}");
+    let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
+    run_started(&host, &session).await;
+    let fleet = host.shutdown().await;
+    let fleet = fleet
+        .without_bot("p")
+        .bot_of("p", "s", &["SendMessage", "Task", "CheckSubagent"], "bob")
+        .runtime(RUNTIME);
+    fleet.write();
+    let host = restart(fleet).await;
+    let (status, v) = host
+        .call(
+            reqwest::Method::PUT,
+            path,
+            BOB_TOKEN,
+            routine("ERRAND of bob"),
+        )
+        .await;
+    assert!(status == 200 || status == 201, "{status} {v}");
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    let sub = poll(30, async || {
+        let bots = bob.get("/v1/bots").await.map_err(|e| e.to_string())?;
+        bots["bots"]
+            .as_array()
+            .and_then(|a| a.iter().find(|b| b["origin"] == "subagent:p"))
+            .and_then(|b| b["id"].as_str().map(str::to_owned))
+            .ok_or_else(|| format!("{bots:#}"))
+    })
+    .await;
+    let task = session_of(&sub, botfleet::memory::SessionKind::Subagent, "p");
+    let entries = poll(30, async || {
+        let es: Vec<Value> = bob
+            .entries_after(&task, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        match es.iter().any(|e| e["kind"] == "turn_end") {
+            true => Ok(es),
+            false => Err(format!("{es:#?}")),
+        }
+    })
+    .await;
+    assert!(
+        deliveries(&entries).iter().any(|d| d == "checked for bob")
+            && !entries.iter().any(|e| e["code"] == "owner_changed"),
+        "bob's routine's task did not run: {entries:#?}"
+    );
+    host.shutdown().await;
+}

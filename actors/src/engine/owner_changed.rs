@@ -55,7 +55,36 @@ impl Runner {
         if session.key.kind == SessionKind::Subagent {
             return self.task_owner_changed(session).await;
         }
-        self.work_owner_changed(session).await
+        if let Some(why) = self.work_owner_changed(session).await? {
+            return Ok(Some(why));
+        }
+        self.before_the_change(session).await
+    }
+
+    /// Whether this turn's inputs came into `session`, its own, before
+    /// the change that gave it to the bot's owner read from then on (its
+    /// floor). Only a Routine or a Group session goes to a new owner with
+    /// a floor (`Writer::move_own_work`), so a DM's turn reads nothing
+    /// more. Not asked of the session a subagent's task came from: the
+    /// turn's inputs are in the task session, and their seqs say nothing
+    /// of that one's (the store floors the task session instead).
+    async fn before_the_change(
+        &self,
+        session: &SessionRecord,
+    ) -> Result<Option<OwnerChanged>, StoreError> {
+        if !matches!(session.key.kind, SessionKind::Routine | SessionKind::Group) {
+            return Ok(None);
+        }
+        let Some((from_seq, _)) = self
+            .rt
+            .store
+            .session_floor(session.id, &self.bot.owner)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let before = self.input_seqs().await?.iter().any(|seq| *seq < from_seq);
+        Ok(before.then_some(OwnerChanged::BeforeTheChange))
     }
 
     /// [`Self::owner_changed`] of a session that is no subagent's task.
@@ -65,18 +94,6 @@ impl Runner {
     ) -> Result<Option<OwnerChanged>, StoreError> {
         if session.key.is_former_owners_dm(&self.bot.owner) {
             return Ok(Some(OwnerChanged::FormerOwnersDm));
-        }
-        // only these kinds go to a new owner with a floor
-        // (`Writer::move_own_work`): a DM's turn reads nothing more
-        if matches!(session.key.kind, SessionKind::Routine | SessionKind::Group)
-            && let Some((from_seq, _)) = self
-                .rt
-                .store
-                .session_floor(session.id, &self.bot.owner)
-                .await?
-            && self.input_seqs().await?.iter().any(|seq| *seq < from_seq)
-        {
-            return Ok(Some(OwnerChanged::BeforeTheChange));
         }
         // a peer that names no bot (or no bot any more) has no owner to
         // differ: its inputs run as before; an approval asked there is
