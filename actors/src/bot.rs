@@ -348,7 +348,31 @@ impl Actor for BotActor {
                 replaces_start: false,
             });
         }
-        for item in state.rt.store.pending_inbox(id).await? {
+        let pending = state.rt.store.pending_inbox(id).await?;
+        // the floors of the sessions whose queued work may predate an
+        // owner change (only routines' and rooms' sessions get one, their
+        // inputs background work): what came before is taken into a turn
+        // of its own (`BotQueue::take_session`)
+        let mut floors = HashMap::new();
+        let mut read = HashSet::new();
+        for item in pending
+            .iter()
+            .filter(|i| i.priority == Priority::Background)
+        {
+            if !read.insert(item.session) {
+                continue;
+            }
+            if let Some((from, _)) = state
+                .rt
+                .store
+                .session_floor(item.session, &state.record.owner)
+                .await?
+            {
+                floors.insert(item.session, from);
+            }
+        }
+        state.queue.set_floors(floors);
+        for item in pending {
             // a person's message that wakes the bot starts its turn at
             // once, and the window counts from it: one that follows
             // within the window is folded as on an awake bot

@@ -5,6 +5,7 @@
 //! so one conversation's stream of messages cannot keep another waiting
 //! behind it turn after turn.
 
+use std::collections::HashMap;
 use std::collections::VecDeque;
 
 use botfleet_memory::Entry;
@@ -33,6 +34,13 @@ pub(crate) struct BotQueue {
     /// taken last at the back, at most [`SERVED_KEPT`]: a session not
     /// here was served longer ago than any that is.
     served: VecDeque<SessionId>,
+    /// Sessions given to the bot's owner read from a seq on (an owner
+    /// change in fleet.toml: `session_floors`), with that seq: inputs
+    /// below it came while the work was the former owner's, and are
+    /// never taken into one turn with inputs at or past it (review: one
+    /// such input ended the whole turn `owner_changed`, the new owner's
+    /// own routine runs with it).
+    floors: HashMap<SessionId, i64>,
 }
 
 /// Most sessions [`BotQueue`] remembers serving. Past it the oldest is
@@ -203,8 +211,15 @@ impl BotQueue {
         best.map(|(_, session)| session)
     }
 
+    /// Notes the floors of the bot's sessions (see `floors`).
+    pub(crate) fn set_floors(&mut self, floors: HashMap<SessionId, i64>) {
+        self.floors = floors;
+    }
+
     /// Every queued input of `session` (any class), in gid order; the
-    /// session is noted as served when it had a direct message.
+    /// session is noted as served when it had a direct message. Of a
+    /// session with a floor, those below it while any is queued, else
+    /// the others.
     fn take_session(&mut self, session: SessionId) -> Vec<QueuedInput> {
         if self.classes[0].iter().any(|q| q.item.session == session) {
             self.served.retain(|s| *s != session);
@@ -213,11 +228,21 @@ impl BotQueue {
             }
             self.served.push_back(session);
         }
+        // the floor, while an input below it is queued
+        let before = self.floors.get(&session).copied().filter(|f| {
+            self.classes
+                .iter()
+                .flatten()
+                .any(|q| q.item.session == session && q.item.seq < *f)
+        });
+        let taken = |input: &QueuedInput| {
+            input.item.session == session && before.is_none_or(|f| input.item.seq < f)
+        };
         let mut batch = Vec::new();
         for c in &mut self.classes {
             let mut keep = VecDeque::with_capacity(c.len());
             for input in c.drain(..) {
-                if input.item.session == session {
+                if taken(&input) {
                     batch.push(input);
                 } else {
                     keep.push_back(input);
@@ -274,6 +299,29 @@ mod tests {
     /// not go again before the other, whose message was in the queue
     /// behind theirs. Before, the queue was first come first served, and
     /// `b` waited behind `a`'s backlog.
+    /// A session given to the bot's owner read from seq 3 on: the runs
+    /// queued before it make a turn of their own, and those after it
+    /// (the new owner's) the next; another session is not split.
+    #[test]
+    fn inputs_below_a_floor_are_never_taken_with_those_past_it() {
+        let (s, other) = (SessionId::new_v7(), SessionId::new_v7());
+        let mut q = BotQueue::default();
+        q.set_floors(HashMap::from([(s, 3)]));
+        for gid in 1..=5 {
+            q.push(input(gid, s, Priority::Background));
+        }
+        q.push(input(6, other, Priority::Background));
+        q.push(input(7, other, Priority::Background));
+        let seqs = |batch: Vec<QueuedInput>| batch.iter().map(|i| i.item.seq).collect::<Vec<_>>();
+        let (session, first) = q.next_batch().unwrap();
+        assert_eq!((session, seqs(first)), (s, vec![1, 2]));
+        let (session, second) = q.next_batch().unwrap();
+        assert_eq!((session, seqs(second)), (s, vec![3, 4, 5]));
+        let (session, third) = q.next_batch().unwrap();
+        assert_eq!((session, seqs(third)), (other, vec![6, 7]));
+        assert!(q.next_batch().is_none());
+    }
+
     #[test]
     fn direct_messages_take_turns_by_session() {
         let (a, b) = (SessionId::new_v7(), SessionId::new_v7());

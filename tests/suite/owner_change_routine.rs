@@ -290,3 +290,155 @@ async fn a_task_of_the_new_owners_routine_of_the_same_name_runs() {
     );
     host.shutdown().await;
 }
+
+/// Before the restart: the file's routine's run hangs, so alice's
+/// routine's runs queue behind it.
+const BUSY_BEFORE: &str = r#"
+[[rule]]
+bot = "p"
+match = "DAILY"
+steps = [ { delay_ms = 600000, text = "daily too late" } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// After the restart: the file's routine's run, cut off, takes 3 s more
+/// (bob's run of `errand` queues meanwhile); bob's run is answered.
+const BUSY_AFTER: &str = r#"
+[[rule]]
+bot = "p"
+match = "DAILY"
+steps = [ { delay_ms = 3000, text = "daily done" } ]
+
+[[rule]]
+bot = "p"
+match = "ERRAND of bob"
+steps = [ { text = "BOB-ERRAND-ANSWERED" } ]
+
+[[rule]]
+steps = [ { text = "noted" } ]
+"#;
+
+/// The file's routine `daily`: every second before the change, never
+/// again after it.
+fn daily(cron: &str) -> String {
+    format!(
+        "[[bots.routines]]\nname = \"daily\"\ncron = \"{cron}\"\ntimezone = \"UTC\"\nprompt = \"DAILY file routine\"\n"
+    )
+}
+
+/// alice's routine `errand` has runs queued when the restart gives `p`
+/// to bob, who makes `errand` again at once; his first run queues
+/// behind hers while `p` finishes a run the restart cut off. Hers end
+/// `owner_changed` in a turn of their own; his are answered (review: the
+/// queue took them into one turn, which ended `owner_changed` whole).
+#[tokio::test]
+async fn the_new_owners_runs_queued_behind_the_former_owners_are_answered() {
+    let host = TestFleet::new()
+        .script("s", BUSY_BEFORE)
+        .bot("p", "s", TOOLS)
+        .bot_lines(&daily("* * * * * *"))
+        .runtime(RUNTIME)
+        .start()
+        .await;
+    let path = "/v1/bots/p/routines/errand";
+    let routine =
+        |prompt: &str| Some(json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": prompt }));
+    let (status, v) = host
+        .call(
+            reqwest::Method::PUT,
+            path,
+            TOKEN,
+            routine("ERRAND of alice"),
+        )
+        .await;
+    assert!(status == 200 || status == 201, "{status} {v}");
+    let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
+    run_started(&host, &session).await;
+    let (status, v) = host.call(reqwest::Method::DELETE, path, TOKEN, None).await;
+    assert!(status < 300, "{status} {v}");
+
+    let fleet = host.shutdown().await;
+    std::fs::write(fleet.path().join("scripts/s.toml"), BUSY_AFTER).unwrap();
+    let fleet = fleet
+        .without_bot("p")
+        .bot_of("p", "s", TOOLS, "bob")
+        .bot_lines(&daily("0 0 0 1 1 *"))
+        .runtime(RUNTIME);
+    fleet.write();
+    let host = restart(fleet).await;
+    let (status, v) = host
+        .call(
+            reqwest::Method::PUT,
+            path,
+            BOB_TOKEN,
+            routine("ERRAND of bob"),
+        )
+        .await;
+    assert!(status == 200 || status == 201, "{status} {v}");
+    let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
+    let bobs_run = poll(30, async || {
+        let es: Vec<Value> = bob
+            .entries_after(&session, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        es.iter()
+            .find(|e| {
+                e["kind"] == "event" && e["text"].as_str().is_some_and(|t| t.contains("of bob"))
+            })
+            .and_then(|e| e["seq"].as_i64())
+            .ok_or_else(|| format!("{es:#?}"))
+    })
+    .await;
+    let (status, v) = host
+        .call(reqwest::Method::DELETE, path, BOB_TOKEN, None)
+        .await;
+    assert!(status < 300, "{status} {v}");
+    let entries = poll(30, async || {
+        let es: Vec<Value> = bob
+            .entries_after(&session, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        let answered = es.iter().any(|e| {
+            e["kind"] == "turn_end"
+                && e["inputs"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!(bobs_run)))
+        });
+        if answered {
+            Ok(es)
+        } else {
+            Err(format!("{es:#?}"))
+        }
+    })
+    .await;
+    let ends: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "turn_end").collect();
+    let his = ends
+        .iter()
+        .find(|e| {
+            e["inputs"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!(bobs_run)))
+        })
+        .unwrap();
+    assert_eq!(his["status"], "completed", "{entries:#?}");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "assistant" && e["text"] == "BOB-ERRAND-ANSWERED"),
+        "{entries:#?}"
+    );
+    // alice's queued runs ended unanswered, in a turn without his
+    let hers = ends
+        .iter()
+        .find(|e| e["status"] == "cancelled")
+        .unwrap_or_else(|| panic!("alice's runs did not end: {entries:#?}"));
+    assert!(
+        hers["inputs"]
+            .as_array()
+            .is_some_and(|a| a.iter().all(|s| s.as_i64() < Some(bobs_run))),
+        "{entries:#?}"
+    );
+    host.shutdown().await;
+}
