@@ -149,6 +149,7 @@ mod ops_faults;
 mod ops_start_checks;
 mod owner_change;
 mod owner_change_agent_approval;
+mod owner_change_agent_task;
 mod owner_change_approvals;
 mod owner_change_owed;
 mod owner_change_pending;
