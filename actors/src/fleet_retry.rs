@@ -99,6 +99,21 @@ impl FleetHandle {
                 )));
             }
         }
+        // what a room said to the bot before fleet.toml gave it to its
+        // owner: that turn ended `owner_changed`, and would again (review:
+        // the retry was taken, and ended the same way)
+        if let Some(session) = &session
+            && session.key.kind == SessionKind::Group
+            && let Some(bot) = self.rt.store.get_bot(&record.bot).await?
+            && crate::engine::came_before_owner_change(&self.rt.store, &record, &bot.owner).await?
+        {
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} cannot be retried: what it answered came before fleet.toml gave {} \
+                 to its present owner, while it was its former owner's work; mention @{} in the \
+                 room to ask it now",
+                record.bot, record.bot
+            )));
+        }
         let sub = self.rt.store.get_subagent(&record.bot).await?;
         if let Some(sub) = &sub
             && sub.status == SubagentStatus::Stopped

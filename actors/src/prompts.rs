@@ -517,6 +517,9 @@ prompts! {
     /// into a session its new owner reads from the change on (a run of a
     /// routine the former owner made through the API, a room's message).
     owner_changed_run => "owner_changed_run.md",
+    /// The room's notice of a member whose turn ended so: what the room
+    /// said to it before fleet.toml gave it to its owner is not answered.
+    group_member_owner_changed => "group_member_owner_changed.md",
     /// The notice ending a turn of a subagent's task that came from a
     /// conversation of its parent's former owner (an owner changed in
     /// fleet.toml).

@@ -153,6 +153,7 @@ mod owner_change_agent_task;
 mod owner_change_approvals;
 mod owner_change_owed;
 mod owner_change_pending;
+mod owner_change_room_turn;
 mod owner_change_rooms;
 mod owner_change_routine;
 mod owner_change_subagent;

@@ -31,6 +31,7 @@ pub(crate) use runner::TurnPlan;
 pub(crate) use runner::TurnReport;
 pub(crate) use runner::budget_pause;
 pub use runner::budget_paused_until;
+pub(crate) use runner::came_before_owner_change;
 pub(crate) use runner::origin_of;
 pub(crate) use runner::run_turn;
 pub use runner::stored_budget_pause;

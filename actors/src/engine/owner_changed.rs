@@ -33,6 +33,25 @@ pub(in crate::engine::runner) enum OwnerChanged {
     BeforeTheChange,
 }
 
+/// Whether ended turn `record` answered inputs that came before an owner
+/// change, into its session that `owner` reads from that change on (its
+/// floor): such a turn ends `owner_changed` (`BeforeTheChange`), and a
+/// retry would end the same way (`FleetHandle::retry` refuses it, a
+/// room's notice offers none). Its input seqs are its checkpoint's.
+pub(crate) async fn came_before_owner_change(
+    store: &botfleet_memory::Store,
+    record: &botfleet_memory::TurnRecord,
+    owner: &botfleet_memory::UserId,
+) -> Result<bool, StoreError> {
+    let Some((from_seq, _)) = store.session_floor(record.session, owner).await? else {
+        return Ok(false);
+    };
+    Ok(TurnState::from_value(&record.checkpoint)
+        .input_seqs
+        .iter()
+        .any(|seq| *seq < from_seq))
+}
+
 impl Runner {
     /// Whether the turn in `session` would work for someone who is not
     /// the bot's owner (any more: an owner changed in fleet.toml). A DM

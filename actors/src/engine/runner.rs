@@ -86,6 +86,7 @@ mod turn_setup;
 pub(crate) use turn_setup::BudgetPause;
 pub(crate) use turn_setup::budget_pause;
 pub use turn_setup::budget_paused_until;
+pub(crate) use turn_setup::came_before_owner_change;
 pub(crate) use turn_setup::origin_of;
 pub use turn_setup::stored_budget_pause;
 

@@ -447,6 +447,8 @@ impl Runner {
 #[path = "owner_changed.rs"]
 mod owner_changed;
 
+pub(crate) use owner_changed::came_before_owner_change;
+
 impl Runner {
     /// Whether every person's message among this turn's inputs was an
     /// input of an earlier turn that delivered a reply (a retried input:

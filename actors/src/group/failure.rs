@@ -16,6 +16,7 @@ use botfleet_memory::EntryId;
 use botfleet_memory::EntryKind;
 use botfleet_memory::NewEntry;
 use botfleet_memory::TurnId;
+use botfleet_memory::TurnStatus;
 use botfleet_memory::UserId;
 
 use super::absent::Absent;
@@ -36,6 +37,10 @@ const MAX_REASON_CHARS: usize = 300;
 
 /// Why a member's turn did not complete.
 pub(super) enum Reason {
+    /// Its inputs came before fleet.toml gave the member to its owner
+    /// (`engine::came_before_owner_change`): not answered, and not to be
+    /// retried.
+    BeforeOwnerChange,
     /// The error recorded with its turn (its owner's to read).
     Error(String),
     /// No error was recorded: its status.
@@ -45,11 +50,18 @@ pub(super) enum Reason {
 impl GroupState {
     /// Why a member's turn did not complete: its error, or its status.
     pub(super) async fn failure_reason(&self, done: &MemberDone) -> Result<Reason, GroupError> {
-        let error = match done.turn {
-            Some(turn) => self.rt.store.get_turn(turn).await?.and_then(|t| t.error),
+        let record = match done.turn {
+            Some(turn) => self.rt.store.get_turn(turn).await?,
             None => None,
         };
-        Ok(match error {
+        if let Some(record) = &record
+            && record.status == TurnStatus::Cancelled
+            && let Some(bot) = self.rt.store.get_bot(&record.bot).await?
+            && engine::came_before_owner_change(&self.rt.store, record, &bot.owner).await?
+        {
+            return Ok(Reason::BeforeOwnerChange);
+        }
+        Ok(match record.and_then(|t| t.error) {
             Some(e) => Reason::Error(e),
             None => Reason::Status(done.status.as_str()),
         })
@@ -110,7 +122,10 @@ impl GroupState {
         // a member paused by its budget fails a retried turn at once too:
         // the notice says until when, and offers no retry (QA: the page's
         // Retry read "Queued again" while the retry failed unseen)
-        let retry = stopped.is_none() && !removed && paused.is_none();
+        // nor one whose input came before its owner had it (a retry is
+        // refused: `FleetHandle::retry`)
+        let before_change = matches!(reason, Reason::BeforeOwnerChange);
+        let retry = stopped.is_none() && !removed && paused.is_none() && !before_change;
         let p = prompts();
         let text = match (paused, stopped, reason) {
             _ if removed => p
@@ -133,6 +148,9 @@ impl GroupState {
             (None, Some(parent), _) => p
                 .group_member_stopped
                 .render(&[("member", &member), ("parent", parent.as_str())]),
+            (None, None, Reason::BeforeOwnerChange) => p
+                .group_member_owner_changed
+                .render(&[("member", &member), ("id", bot.as_str())]),
             (None, None, Reason::Error(_)) if !private && turn.is_some() => {
                 p.group_member_failed_shared.render(&[
                     ("member", &member),
@@ -145,6 +163,7 @@ impl GroupState {
                 let reason = match reason {
                     Reason::Error(e) => cut(e),
                     Reason::Status(s) => s.to_owned(),
+                    Reason::BeforeOwnerChange => String::new(),
                 };
                 p.group_member_failed.render(&[
                     ("member", &member),
