@@ -349,29 +349,21 @@ impl Actor for BotActor {
             });
         }
         let pending = state.rt.store.pending_inbox(id).await?;
-        // the floors of the sessions whose queued work may predate an
-        // owner change (only routines' and rooms' sessions get one, their
-        // inputs background work): what came before is taken into a turn
-        // of its own (`BotQueue::take_session`)
-        let mut floors = HashMap::new();
-        let mut read = HashSet::new();
-        for item in pending
-            .iter()
-            .filter(|i| i.priority == Priority::Background)
-        {
-            if !read.insert(item.session) {
-                continue;
-            }
-            if let Some((from, _)) = state
+        // the floors of the bot's sessions, whose queued work may predate
+        // an owner change (a routine's runs, a room's messages, and an
+        // approval's decision there): what came before is taken into a
+        // turn of its own (`BotQueue::take_session`). Only routines' and
+        // rooms' sessions get one, never a person's DM: a queue of DMs
+        // reads none (review: keyed on background work, the queue missed
+        // a decision, which is a bot-class input)
+        if pending.iter().any(|i| i.priority != Priority::UserDm) {
+            let floors = state
                 .rt
                 .store
-                .session_floor(item.session, &state.record.owner)
-                .await?
-            {
-                floors.insert(item.session, from);
-            }
+                .bot_session_floors(id, &state.record.owner)
+                .await?;
+            state.queue.set_floors(floors.into_iter().collect());
         }
-        state.queue.set_floors(floors);
         for item in pending {
             // a person's message that wakes the bot starts its turn at
             // once, and the window counts from it: one that follows

@@ -15,6 +15,7 @@ use rusqlite::OptionalExtension;
 use rusqlite::params;
 
 use crate::error::Result;
+use crate::ids::BotId;
 use crate::ids::SessionId;
 use crate::ids::UserId;
 
@@ -68,6 +69,29 @@ pub(crate) fn floor_of(conn: &Connection, session: SessionId) -> Result<Option<i
         .prepare_cached("SELECT from_seq FROM session_floors WHERE session_id = ?1")?
         .query_row(params![session.to_string()], |r| r.get(0))
         .optional()?)
+}
+
+/// The sessions of `bot` that `user` reads from a later seq than its
+/// start, with that seq (a walk of the user's floors, a few rows).
+pub(crate) fn floors_of_bot(
+    conn: &Connection,
+    bot: &BotId,
+    user: &UserId,
+) -> Result<Vec<(SessionId, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT f.session_id, f.from_seq FROM session_floors f
+         JOIN sessions s ON s.id = f.session_id
+         WHERE f.user_id = ?1 AND s.bot_id = ?2",
+    )?;
+    let rows = stmt.query_map(params![user.as_str(), bot.as_str()], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (session, from) = row?;
+        out.push((session.parse()?, from));
+    }
+    Ok(out)
 }
 
 /// Every session `user` reads from a later seq than its start, with that

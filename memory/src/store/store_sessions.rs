@@ -90,6 +90,19 @@ impl Store {
         .await
     }
 
+    /// The sessions of `bot` that `user`, its owner, reads from a later
+    /// seq than their start (given to them by an owner change), with
+    /// that seq: inputs queued below it were the former owner's work.
+    pub async fn bot_session_floors(
+        &self,
+        bot: &BotId,
+        user: &UserId,
+    ) -> Result<Vec<(SessionId, i64)>> {
+        let (bot, user) = (bot.clone(), user.clone());
+        self.read(move |c| super::session_floors::floors_of_bot(c, &bot, &user))
+            .await
+    }
+
     /// The sessions `owner` owns, room timelines left out (see
     /// `reader::sessions_of_owner`).
     pub async fn sessions_of_owner(&self, owner: &UserId) -> Result<Vec<SessionRecord>> {

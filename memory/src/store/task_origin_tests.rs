@@ -229,3 +229,41 @@ async fn a_task_is_read_by_a_new_owner_as_the_place_it_was_given_is() {
     }
     store.close().await;
 }
+
+/// The floors a bot reads as it wakes (`Store::bot_session_floors`): its
+/// sessions given to its owner with one, whatever their inputs' class,
+/// and no other bot's.
+#[tokio::test]
+async fn a_bot_reads_the_floors_of_its_own_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let routine_session = session(SessionKind::Routine, "taxes");
+    let mut setup = vec![
+        Mutation::UpsertBot(bot("p", "alice", "config")),
+        Mutation::UpsertBot(bot("q", "alice", "config")),
+        Mutation::PutRoutine(Box::new(routine("taxes", RoutineOrigin::Api, 0))),
+        Mutation::EnsureSession(routine_session.clone()),
+        Mutation::EnsureSession(session(SessionKind::Dm, "alice")),
+    ];
+    setup.extend(run_and_task("p.sub-api", routine_session.id));
+    store.write(setup).await.unwrap();
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot("p", "bob", "config")),
+            Mutation::UpsertBot(bot("q", "bob", "config")),
+        ])
+        .await
+        .unwrap();
+    let bob = UserId::new("bob").unwrap();
+    let floors = store
+        .bot_session_floors(&BotId::new("p").unwrap(), &bob)
+        .await
+        .unwrap();
+    assert_eq!(floors, [(routine_session.id, 2)]);
+    let none = store
+        .bot_session_floors(&BotId::new("q").unwrap(), &bob)
+        .await
+        .unwrap();
+    assert_eq!(none, []);
+    store.close().await;
+}
