@@ -47,38 +47,74 @@ const RUNTIME: &str = "debounce_ms = 0\nidle_timeout_s = 300\nextract_memory = f
 /// A routine of the file, run every second.
 const FILE_ROUTINE: &str = "[[bots.routines]]\nname = \"daily\"\ncron = \"* * * * * *\"\ntimezone = \"UTC\"\nprompt = \"ERRAND of the file\"\n";
 
-/// Stops the host, gives `p` to bob (whose workspace holds his diary)
-/// with `lines` at the end of its table, puts the script of after the
-/// restart in place, and starts again.
-async fn give_p_to_bob(host: TestHost, lines: &str) -> TestHost {
+/// Stops `host` and starts it again with `p` given to bob, holding
+/// `tools`, with `lines` at the end of its table; `script`, when given,
+/// is the script from then on.
+async fn to_bob(host: TestHost, script: Option<&str>, tools: &[&str], lines: &str) -> TestHost {
     let fleet = host.shutdown().await;
-    let dir = fleet.path();
-    let bobs = dir.join("data/workspace/bob");
-    std::fs::create_dir_all(&bobs).unwrap();
-    std::fs::write(bobs.join("diary.txt"), DIARY).unwrap();
-    std::fs::write(dir.join("scripts/s.toml"), AFTER).unwrap();
+    if let Some(script) = script {
+        std::fs::write(fleet.path().join("scripts/s.toml"), script).unwrap();
+    }
     let fleet = fleet
         .without_bot("p")
-        .bot_of("p", "s", TOOLS, "bob")
+        .bot_of("p", "s", tools, "bob")
         .bot_lines(lines)
         .runtime(RUNTIME);
     fleet.write();
     restart(fleet).await
 }
 
-/// The first run of routine session `session` has started (and hangs in
-/// its model call).
-async fn run_started(host: &TestHost, session: &str) {
-    let alice = host.client();
+/// Stops the host, gives `p` to bob (whose workspace holds his diary)
+/// with `lines` at the end of its table, puts the script of after the
+/// restart in place, and starts again.
+async fn give_p_to_bob(host: TestHost, lines: &str) -> TestHost {
+    let bobs = host.fleet.path().join("data/workspace/bob");
+    std::fs::create_dir_all(&bobs).unwrap();
+    std::fs::write(bobs.join("diary.txt"), DIARY).unwrap();
+    to_bob(host, Some(AFTER), TOOLS, lines).await
+}
+
+/// Puts `p`'s routine `errand`, run every second with `prompt`, as the
+/// user of `token`; with no prompt, deletes it.
+async fn errand(host: &TestHost, token: &str, prompt: Option<&str>) {
+    let (method, body) = match prompt {
+        Some(prompt) => (
+            reqwest::Method::PUT,
+            Some(json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": prompt })),
+        ),
+        None => (reqwest::Method::DELETE, None),
+    };
+    let (status, v) = host
+        .call(method, "/v1/bots/p/routines/errand", token, body)
+        .await;
+    assert!(status < 300, "{status} {v}");
+}
+
+/// `session`'s entries as `client` reads them, once `done` holds of them.
+async fn entries_when(
+    client: &botfleet::client::Client,
+    session: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
     poll(30, async || {
-        let es = alice
+        let es: Vec<Value> = client
             .entries_after(session, 0)
             .await
             .map_err(|e| e.to_string())?;
-        match es.iter().any(|e| e["kind"] == "event") {
-            true => Ok(()),
-            false => Err(format!("{es:#?}")),
+        if done(&es) {
+            Ok(es)
+        } else {
+            Err(format!("{es:#?}"))
         }
+    })
+    .await
+}
+
+/// The first run of routine session `session` has started (and hangs in
+/// its model call).
+async fn run_started(host: &TestHost, session: &str) {
+    entries_when(&host.client(), session, |es| {
+        es.iter().any(|e| e["kind"] == "event")
     })
     .await;
     host.wait_running("p").await;
@@ -96,16 +132,7 @@ async fn a_run_of_the_former_owners_api_routine_ends_unanswered() {
         .runtime(RUNTIME)
         .start()
         .await;
-    let routine = json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": "ERRAND of alice" });
-    let (status, v) = host
-        .call(
-            reqwest::Method::PUT,
-            "/v1/bots/p/routines/errand",
-            TOKEN,
-            Some(routine),
-        )
-        .await;
-    assert!(status == 200 || status == 201, "{status} {v}");
+    errand(&host, TOKEN, Some("ERRAND of alice")).await;
     let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
     // the run's turn has started (and hangs in its model call)
     run_started(&host, &session).await;
@@ -113,19 +140,9 @@ async fn a_run_of_the_former_owners_api_routine_ends_unanswered() {
     let host = give_p_to_bob(host, "").await;
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
     // the cut-off run ends unanswered; runs queued behind it too
-    let entries = poll(30, async || {
-        let es: Vec<Value> = bob
-            .entries_after(&session, 0)
-            .await
-            .map_err(|e| e.to_string())?;
-        let ended = es
-            .iter()
-            .any(|e| e["kind"] == "turn_end" && e["status"] == "cancelled");
-        if ended {
-            Ok(es)
-        } else {
-            Err(format!("{es:#?}"))
-        }
+    let entries = entries_when(&bob, &session, |es| {
+        es.iter()
+            .any(|e| e["kind"] == "turn_end" && e["status"] == "cancelled")
     })
     .await;
     let notice = entries
@@ -175,14 +192,10 @@ async fn a_run_of_the_files_routine_goes_on_under_the_new_owner() {
 
     let host = give_p_to_bob(host, FILE_ROUTINE).await;
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
-    let entries = poll(30, async || {
-        let es: Vec<Value> = bob
-            .entries_after(&session, 0)
-            .await
-            .map_err(|e| e.to_string())?;
-        // the cut-off run (input 1) completed, its Read answered with
-        // bob's diary (what it sent went to bob)
-        let answered = es.iter().any(|e| {
+    // the cut-off run (input 1) completed, its Read answered with bob's
+    // diary (what it sent went to bob)
+    let entries = entries_when(&bob, &session, |es| {
+        es.iter().any(|e| {
             e["kind"] == "turn_end"
                 && e["status"] == "completed"
                 && e["inputs"]
@@ -190,12 +203,7 @@ async fn a_run_of_the_files_routine_goes_on_under_the_new_owner() {
                     .is_some_and(|a| a.contains(&json!(1)))
         }) && es
             .iter()
-            .any(|e| e["kind"] == "tool_result" && e["content"] == DIARY);
-        if answered {
-            Ok(es)
-        } else {
-            Err(format!("{es:#?}"))
-        }
+            .any(|e| e["kind"] == "tool_result" && e["content"] == DIARY)
     })
     .await;
     assert!(
@@ -236,31 +244,11 @@ async fn a_task_of_the_new_owners_routine_of_the_same_name_runs() {
         .runtime(RUNTIME)
         .start()
         .await;
-    let routine =
-        |prompt: &str| Some(json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": prompt }));
-    let path = "/v1/bots/p/routines/errand";
-    let (status, v) = host
-        .call(reqwest::Method::PUT, path, TOKEN, routine("PLAIN of alice"))
-        .await;
-    assert!(status == 200 || status == 201, "{status} {v}");
+    errand(&host, TOKEN, Some("PLAIN of alice")).await;
     let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
     run_started(&host, &session).await;
-    let fleet = host.shutdown().await;
-    let fleet = fleet
-        .without_bot("p")
-        .bot_of("p", "s", &["SendMessage", "Task", "CheckSubagent"], "bob")
-        .runtime(RUNTIME);
-    fleet.write();
-    let host = restart(fleet).await;
-    let (status, v) = host
-        .call(
-            reqwest::Method::PUT,
-            path,
-            BOB_TOKEN,
-            routine("ERRAND of bob"),
-        )
-        .await;
-    assert!(status == 200 || status == 201, "{status} {v}");
+    let host = to_bob(host, None, &["SendMessage", "Task", "CheckSubagent"], "").await;
+    errand(&host, BOB_TOKEN, Some("ERRAND of bob")).await;
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
     let sub = poll(30, async || {
         let bots = bob.get("/v1/bots").await.map_err(|e| e.to_string())?;
@@ -272,17 +260,7 @@ async fn a_task_of_the_new_owners_routine_of_the_same_name_runs() {
     })
     .await;
     let task = session_of(&sub, botfleet::memory::SessionKind::Subagent, "p");
-    let entries = poll(30, async || {
-        let es: Vec<Value> = bob
-            .entries_after(&task, 0)
-            .await
-            .map_err(|e| e.to_string())?;
-        match es.iter().any(|e| e["kind"] == "turn_end") {
-            true => Ok(es),
-            false => Err(format!("{es:#?}")),
-        }
-    })
-    .await;
+    let entries = entries_when(&bob, &task, |es| es.iter().any(|e| e["kind"] == "turn_end")).await;
     assert!(
         deliveries(&entries).iter().any(|d| d == "checked for bob")
             && !entries.iter().any(|e| e["code"] == "owner_changed"),
@@ -342,41 +320,13 @@ async fn the_new_owners_runs_queued_behind_the_former_owners_are_answered() {
         .runtime(RUNTIME)
         .start()
         .await;
-    let path = "/v1/bots/p/routines/errand";
-    let routine =
-        |prompt: &str| Some(json!({ "cron": "* * * * * *", "timezone": "UTC", "prompt": prompt }));
-    let (status, v) = host
-        .call(
-            reqwest::Method::PUT,
-            path,
-            TOKEN,
-            routine("ERRAND of alice"),
-        )
-        .await;
-    assert!(status == 200 || status == 201, "{status} {v}");
+    errand(&host, TOKEN, Some("ERRAND of alice")).await;
     let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
     run_started(&host, &session).await;
-    let (status, v) = host.call(reqwest::Method::DELETE, path, TOKEN, None).await;
-    assert!(status < 300, "{status} {v}");
+    errand(&host, TOKEN, None).await;
 
-    let fleet = host.shutdown().await;
-    std::fs::write(fleet.path().join("scripts/s.toml"), BUSY_AFTER).unwrap();
-    let fleet = fleet
-        .without_bot("p")
-        .bot_of("p", "s", TOOLS, "bob")
-        .bot_lines(&daily("0 0 0 1 1 *"))
-        .runtime(RUNTIME);
-    fleet.write();
-    let host = restart(fleet).await;
-    let (status, v) = host
-        .call(
-            reqwest::Method::PUT,
-            path,
-            BOB_TOKEN,
-            routine("ERRAND of bob"),
-        )
-        .await;
-    assert!(status == 200 || status == 201, "{status} {v}");
+    let host = to_bob(host, Some(BUSY_AFTER), TOOLS, &daily("0 0 0 1 1 *")).await;
+    errand(&host, BOB_TOKEN, Some("ERRAND of bob")).await;
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
     let bobs_run = poll(30, async || {
         let es: Vec<Value> = bob
@@ -391,26 +341,14 @@ async fn the_new_owners_runs_queued_behind_the_former_owners_are_answered() {
             .ok_or_else(|| format!("{es:#?}"))
     })
     .await;
-    let (status, v) = host
-        .call(reqwest::Method::DELETE, path, BOB_TOKEN, None)
-        .await;
-    assert!(status < 300, "{status} {v}");
-    let entries = poll(30, async || {
-        let es: Vec<Value> = bob
-            .entries_after(&session, 0)
-            .await
-            .map_err(|e| e.to_string())?;
-        let answered = es.iter().any(|e| {
+    errand(&host, BOB_TOKEN, None).await;
+    let entries = entries_when(&bob, &session, |es| {
+        es.iter().any(|e| {
             e["kind"] == "turn_end"
                 && e["inputs"]
                     .as_array()
                     .is_some_and(|a| a.contains(&json!(bobs_run)))
-        });
-        if answered {
-            Ok(es)
-        } else {
-            Err(format!("{es:#?}"))
-        }
+        })
     })
     .await;
     let ends: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "turn_end").collect();
