@@ -136,6 +136,20 @@ impl FleetHandle {
             };
             key.id() == record.session
         });
+        // a task that is a former owner's ends `owner_changed` as it
+        // starts, every time (review: a retry was taken, ran the task into
+        // that end again, and its parent was told a second time)
+        if task
+            && let Some(sub) = &sub
+            && let Some(parent) = self.rt.store.get_bot(&sub.parent).await?
+            && crate::engine::task_is_former_owners(&self.rt.store, sub, &parent).await?
+        {
+            return Err(ActorError::Conflict(format!(
+                "turn {turn} cannot be retried: subagent {}'s task was given while {} had another \
+                 owner, and it is theirs; ask {} to start a new task",
+                sub.id, sub.parent, sub.parent
+            )));
+        }
         // a task, or a member's turn in a room, fails as it starts while
         // the bot's budget is spent (`budget_checkpoint`): requeued now, a
         // task waited while the bot knew the pause, and a restart ran it

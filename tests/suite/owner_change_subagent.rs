@@ -359,6 +359,30 @@ async fn task_of_the_former_owner_ends_unrun(steps: usize) {
         !es.iter().any(|e| e.to_string().contains(STEER)),
         "bob's steering is in the task: {es:#?}"
     );
+    // nor does a retry of the task's turn run it again (review: it was
+    // taken, ended the same way, and boss was told a second time)
+    let ended = es
+        .iter()
+        .find(|e| e["kind"] == "turn_end")
+        .and_then(|e| e["turn"].as_str())
+        .unwrap_or_else(|| panic!("no turn end in the task: {es:#?}"))
+        .to_owned();
+    let retried = reqwest::Client::new()
+        .post(format!("{}/v1/turns/{ended}/retry", host.url))
+        .bearer_auth(BOB_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    // (a turn the restart cut off started before the change: bob does
+    // not see it, `404`; a queued task's turn started after it, `409`)
+    let status = retried.status().as_u16();
+    let said = retried.text().await.unwrap();
+    if steps == 0 {
+        assert_eq!(status, 409, "{said}");
+        assert!(said.contains("cannot be retried"), "{said}");
+    } else {
+        assert!(status == 404 || status == 409, "{status} {said}");
+    }
 
     // given back to alice, her task is whole again: she reads it, and
     // more work she has boss give it runs with the task in its context

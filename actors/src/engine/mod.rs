@@ -35,6 +35,7 @@ pub(crate) use runner::came_before_owner_change;
 pub(crate) use runner::origin_of;
 pub(crate) use runner::run_turn;
 pub use runner::stored_budget_pause;
+pub(crate) use runner::task_is_former_owners;
 pub(crate) use tail::SessionTail;
 /// The per-message clip and the turn's budget, which also bound the fact
 /// extraction's request (`memory/extract_bounds.rs`).

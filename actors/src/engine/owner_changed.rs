@@ -52,6 +52,36 @@ pub(crate) async fn came_before_owner_change(
         .any(|seq| *seq < from_seq))
 }
 
+/// Whether subagent `sub`'s task is a former owner's to its parent
+/// `parent` (as the store has it now), by the rule its turns end
+/// `owner_changed` by (`Runner::owner_changed`): given in the DM of a
+/// person who no longer owns the parent, or in its conversation with a
+/// bot that belongs to another user now, or read by its owner from an
+/// owner change on (its task session's floor;
+/// `Writer::floor_task_of_unread_origin`). MessageSubagent refuses such
+/// a task more work, and a retry of its turns is refused.
+pub(crate) async fn task_is_former_owners(
+    store: &botfleet_memory::Store,
+    sub: &botfleet_memory::SubagentRecord,
+    parent: &botfleet_memory::BotRecord,
+) -> Result<bool, StoreError> {
+    if let Some(from) = store.get_session(sub.parent_session).await?
+        && (from.key.is_former_owners_dm(&parent.owner)
+            || crate::safety::approvals::other_owners_peer(store, &from, parent)
+                .await?
+                .is_some())
+    {
+        return Ok(true);
+    }
+    let task = SessionKey {
+        bot: sub.id.clone(),
+        kind: SessionKind::Subagent,
+        peer: parent.id.to_string(),
+    }
+    .id();
+    Ok(store.session_floor(task, &parent.owner).await?.is_some())
+}
+
 impl Runner {
     /// Whether the turn in `session` would work for someone who is not
     /// the bot's owner (any more: an owner changed in fleet.toml). A DM

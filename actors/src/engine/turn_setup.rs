@@ -448,6 +448,7 @@ impl Runner {
 mod owner_changed;
 
 pub(crate) use owner_changed::came_before_owner_change;
+pub(crate) use owner_changed::task_is_former_owners;
 
 impl Runner {
     /// Whether every person's message among this turn's inputs was an

@@ -518,47 +518,21 @@ impl Tool for MessageSubagent {
     }
 }
 
-/// Refuses a message to a subagent whose task is a former owner's, by
-/// the rule its turns end `owner_changed` by (`Runner::owner_changed`):
-/// given in the DM of a person who no longer owns the bot, or in its
-/// conversation with a bot that belongs to another user now, or read by
-/// its owner from an owner change on (its task session's floor;
-/// `Writer::floor_task_of_unread_origin`). Recorded there, the message
-/// was read by the former owner once the bot was given back to them,
-/// with the task session whole again (review: the new owner's steering,
-/// with what their bot put in it, was theirs to read and search).
+/// Refuses a message to a subagent whose task is a former owner's
+/// (`engine::task_is_former_owners`): every turn of it ends
+/// `owner_changed` without running. Recorded in its task session, the
+/// message was read by the former owner once the bot was given back to
+/// them, with the task session whole again (review: the new owner's
+/// steering, with what their bot put in it, was theirs to read and
+/// search).
 async fn refuse_former_owners_task(
     ctx: &ToolContext<'_>,
     sub: &SubagentRecord,
 ) -> Result<(), ToolError> {
-    let store = ctx.store();
-    let theirs = match store
-        .get_session(sub.parent_session)
+    if !crate::engine::task_is_former_owners(ctx.store(), sub, ctx.bot)
         .await
         .map_err(store_error)?
     {
-        Some(from) => {
-            from.key.is_former_owners_dm(&ctx.bot.owner)
-                || crate::safety::approvals::other_owners_peer(store, &from, ctx.bot)
-                    .await
-                    .map_err(store_error)?
-                    .is_some()
-        }
-        None => false,
-    };
-    let task = SessionKey {
-        bot: sub.id.clone(),
-        kind: SessionKind::Subagent,
-        peer: ctx.bot.id.to_string(),
-    }
-    .id();
-    let theirs = theirs
-        || store
-            .session_floor(task, &ctx.bot.owner)
-            .await
-            .map_err(store_error)?
-            .is_some();
-    if !theirs {
         return Ok(());
     }
     Err(ToolError::new(
