@@ -473,12 +473,21 @@ pub(crate) fn pending_off_session(conn: &Connection, bot: &BotId) -> Result<Vec<
         conn,
         &format!(
             "JOIN sessions s ON s.id = a.session_id
-             WHERE a.bot_id = ?1 AND {OPEN} AND a.status = 'pending' AND a.owner != s.owner
+             WHERE a.bot_id = ?1 AND a.owner != s.owner
+               AND (({OPEN} AND a.status = 'pending') OR {LAPSED_BY_OWNER_CHANGE})
              ORDER BY a.created_at"
         ),
         params![bot.as_str()],
     )
 }
+
+/// An approval stored expired by an owner change (`owner_changed`):
+/// nobody decided it, so it goes on following its session's owner (a
+/// bot given back takes it back: review, it stayed with the interim
+/// owner, who read the former owner's command, and the session's owner
+/// got `404`).
+const LAPSED_BY_OWNER_CHANGE: &str =
+    "(a.status = 'expired' AND a.expired_by = 'owner_changed' AND a.decided_at IS NULL)";
 
 /// The review log's columns.
 const REVIEW_COLUMNS: &str =

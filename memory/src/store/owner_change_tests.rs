@@ -399,3 +399,55 @@ async fn a_rooms_sharing_follows_its_members_owners() {
     assert_eq!(bobs, Vec::<String>::new());
     store.close().await;
 }
+
+/// A subagent's approval of a task from alice's DM expires (`owner_changed`)
+/// when fleet.toml gives `p` to bob, and the expiry is stored (a listing
+/// wrote it); given back, the approval goes back to alice with the task
+/// session, and bob, who no longer owns `p`, has it no more (review: it
+/// stayed bob's, who read alice's command, and alice got `404`).
+#[tokio::test]
+async fn an_approval_an_owner_change_expired_follows_its_session_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let alices_dm = session("p", SessionKind::Dm, "alice", "alice");
+    let task = session("p.sub-1", SessionKind::Subagent, "p", "alice");
+    store
+        .write(vec![
+            Mutation::UpsertBot(bot("p", "alice", "config")),
+            Mutation::UpsertBot(bot("p.sub-1", "alice", "subagent:p")),
+            Mutation::EnsureSession(alices_dm.clone()),
+            Mutation::EnsureSession(task.clone()),
+            Mutation::CreateSubagent(subagent("p.sub-1", &alices_dm)),
+        ])
+        .await
+        .unwrap();
+    let asked = ask(&store, &task, "alices-private-path", 600_000).await;
+    store
+        .write(vec![Mutation::UpsertBot(bot("p", "bob", "config"))])
+        .await
+        .unwrap();
+    store
+        .write(vec![Mutation::ExpireApprovals { bot: None }])
+        .await
+        .unwrap();
+    let stored = store.approval(asked).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.owner.as_str(), stored.status, stored.expired_by),
+        (
+            "bob",
+            crate::record::ApprovalStatus::Expired,
+            Some(crate::record::ExpiryCause::OwnerChanged)
+        )
+    );
+    store
+        .write(vec![Mutation::UpsertBot(bot("p", "alice", "config"))])
+        .await
+        .unwrap();
+    assert_eq!(owner_of(&store, asked).await, "alice");
+    let bobs = store
+        .approvals_of_owner(&UserId::new("bob").unwrap(), 100)
+        .await
+        .unwrap();
+    assert!(bobs.is_empty(), "{bobs:?}");
+    store.close().await;
+}

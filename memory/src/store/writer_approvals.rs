@@ -220,17 +220,22 @@ impl Writer {
     /// let lapse). One that the owner change itself expires (a subagent's
     /// whose task came from its parent's former owner: `owner_changed`)
     /// before its TTL moves with its session too, so the session's owner reads it, and
-    /// is answered why it can no longer be decided. Returns how many
-    /// moved.
+    /// is answered why it can no longer be decided; and so does one
+    /// stored so, which nobody decided (the bot given back takes it back).
+    /// Returns how many moved.
     pub(super) fn approvals_follow_sessions(&mut self, bot: &BotId, now: i64) -> Result<usize> {
         let pending: Vec<ApprovalId> = approvals::pending_off_session(&self.conn, bot)?
             .into_iter()
-            .map(|r| r.effective(now))
-            .filter(|a| {
-                a.is_pending()
-                    || (a.expired_by == Some(ExpiryCause::OwnerChanged) && now < a.expires_at)
+            .filter_map(|r| {
+                // stored as lapsed by an owner change (the query's other
+                // rows are stored pending): undecided, it follows on
+                let lapsed = r.record.status == ApprovalStatus::Expired;
+                let a = r.effective(now);
+                (lapsed
+                    || a.is_pending()
+                    || (a.expired_by == Some(ExpiryCause::OwnerChanged) && now < a.expires_at))
+                    .then_some(a.id)
             })
-            .map(|a| a.id)
             .collect();
         let mut moved = 0;
         for id in pending {
@@ -239,7 +244,8 @@ impl Writer {
                 .prepare_cached(
                     "UPDATE approvals
                      SET owner = (SELECT s.owner FROM sessions s WHERE s.id = approvals.session_id)
-                     WHERE id = ?1 AND status = 'pending'",
+                     WHERE id = ?1 AND (status = 'pending'
+                       OR (status = 'expired' AND expired_by = 'owner_changed'))",
                 )?
                 .execute(params![id.to_string()])?;
         }
