@@ -294,11 +294,6 @@ mod tests {
         assert_eq!(order, vec![(a, vec![3, 4]), (b, vec![2]), (c, vec![1])]);
     }
 
-    /// Two people's DMs (or a person's and a parent bot's task) with one
-    /// bot: the one who sent a stream of messages while a turn ran does
-    /// not go again before the other, whose message was in the queue
-    /// behind theirs. Before, the queue was first come first served, and
-    /// `b` waited behind `a`'s backlog.
     /// A session given to the bot's owner read from seq 3 on: the runs
     /// queued before it make a turn of their own, and those after it
     /// (the new owner's) the next; another session is not split.
@@ -322,6 +317,11 @@ mod tests {
         assert!(q.next_batch().is_none());
     }
 
+    /// Two people's DMs (or a person's and a parent bot's task) with one
+    /// bot: the one who sent a stream of messages while a turn ran does
+    /// not go again before the other, whose message was in the queue
+    /// behind theirs. Before, the queue was first come first served, and
+    /// `b` waited behind `a`'s backlog.
     #[test]
     fn direct_messages_take_turns_by_session() {
         let (a, b) = (SessionId::new_v7(), SessionId::new_v7());
