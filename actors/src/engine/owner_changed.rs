@@ -52,34 +52,41 @@ pub(crate) async fn came_before_owner_change(
         .any(|seq| *seq < from_seq))
 }
 
-/// Whether subagent `sub`'s task is a former owner's to its parent
-/// `parent` (as the store has it now), by the rule its turns end
-/// `owner_changed` by (`Runner::owner_changed`): given in the DM of a
-/// person who no longer owns the parent, or in its conversation with a
-/// bot that belongs to another user now, or read by its owner from an
-/// owner change on (its task session's floor;
-/// `Writer::floor_task_of_unread_origin`). MessageSubagent refuses such
-/// a task more work, and a retry of its turns is refused.
+/// Whether subagent `sub`'s task is a former owner's to the owner of
+/// `of` (its parent, or the subagent itself: a subagent moves with its
+/// parent, so they have one owner), as the store has it now: given in the
+/// DM of a person who no longer owns the parent, or in its conversation
+/// with a bot that belongs to another user now, or read by its owner from
+/// an owner change on (its task session's floor;
+/// `Writer::floor_task_of_unread_origin`). Every turn of such a task
+/// ends `owner_changed` (`Runner::owner_changed`), MessageSubagent
+/// refuses it more work, and a retry of its turns is refused. One level:
+/// a subagent delegates no further, so the session its task came from is
+/// no task of its own.
 pub(crate) async fn task_is_former_owners(
     store: &botfleet_memory::Store,
     sub: &botfleet_memory::SubagentRecord,
-    parent: &botfleet_memory::BotRecord,
+    of: &botfleet_memory::BotRecord,
 ) -> Result<bool, StoreError> {
     if let Some(from) = store.get_session(sub.parent_session).await?
-        && (from.key.is_former_owners_dm(&parent.owner)
-            || crate::safety::approvals::other_owners_peer(store, &from, parent)
+        && (from.key.is_former_owners_dm(&of.owner)
+            || crate::safety::approvals::other_owners_peer(store, &from, of)
                 .await?
                 .is_some())
     {
         return Ok(true);
     }
+    // review: a task a routine of the former owner made through the API
+    // gave ran on with the new owner's tools (its session had gone to
+    // them); the store judged it the former owner's as the owner changed,
+    // by where in that session it was given
     let task = SessionKey {
         bot: sub.id.clone(),
         kind: SessionKind::Subagent,
-        peer: parent.id.to_string(),
+        peer: sub.parent.to_string(),
     }
     .id();
-    Ok(store.session_floor(task, &parent.owner).await?.is_some())
+    Ok(store.session_floor(task, &of.owner).await?.is_some())
 }
 
 impl Runner {
@@ -102,7 +109,7 @@ impl Runner {
         session: &SessionRecord,
     ) -> Result<Option<OwnerChanged>, StoreError> {
         if session.key.kind == SessionKind::Subagent {
-            return self.task_owner_changed(session).await;
+            return self.task_owner_changed().await;
         }
         if let Some(why) = self.work_owner_changed(session).await? {
             return Ok(Some(why));
@@ -154,42 +161,16 @@ impl Runner {
         )
     }
 
-    /// Whether this subagent's task was delegated from work that is not
-    /// its owner's any more: its parent's session it came from is the DM
-    /// of a person who no longer owns the parent, or the parent's
-    /// conversation with a bot of another owner (the subagent moves with
-    /// its parent, so its owner is the parent's); or the task is one its
-    /// owner reads from a change on (`session`'s floor: given in the runs
-    /// of a routine the former owner made through the API;
-    /// `Writer::floor_task_of_unread_origin`).
-    async fn task_owner_changed(
-        &self,
-        session: &SessionRecord,
-    ) -> Result<Option<OwnerChanged>, StoreError> {
+    /// Whether this subagent's task is a former owner's
+    /// ([`task_is_former_owners`]).
+    async fn task_owner_changed(&self) -> Result<Option<OwnerChanged>, StoreError> {
         // a subagent's bot is made with its record, in one write: a bot
         // without one is no subagent of Task's, and has no task to check
         let Some(sub) = self.rt.store.get_subagent(&self.bot.id).await? else {
             return Ok(None);
         };
-        let Some(from) = self.rt.store.get_session(sub.parent_session).await? else {
-            return Ok(None);
-        };
-        // one level: a subagent delegates no further, so the session it
-        // came from is no task of its own
-        if self.work_owner_changed(&from).await?.is_some() {
-            return Ok(Some(OwnerChanged::FormerOwnersTask(sub.parent)));
-        }
-        // review: a task a routine of the former owner made through the
-        // API gave ran on with the new owner's tools (its session had gone
-        // to them); the store judged it the former owner's as the owner
-        // changed, by where in that session it was given
-        let unread = self
-            .rt
-            .store
-            .session_floor(session.id, &self.bot.owner)
-            .await?
-            .is_some();
-        Ok(unread.then_some(OwnerChanged::FormerOwnersTask(sub.parent)))
+        let theirs = task_is_former_owners(&self.rt.store, &sub, &self.bot).await?;
+        Ok(theirs.then_some(OwnerChanged::FormerOwnersTask(sub.parent)))
     }
 
     /// The seqs of this turn's inputs: the plan's, or those its stored
