@@ -31,7 +31,7 @@ use crate::store::MutationResult;
 use crate::store::Store;
 use crate::store::StoreOptions;
 
-fn bot(id: &str, owner: &str, origin: &str) -> BotRecord {
+pub(super) fn bot(id: &str, owner: &str, origin: &str) -> BotRecord {
     BotRecord {
         id: BotId::new(id).unwrap(),
         name: id.into(),
@@ -46,7 +46,7 @@ fn bot(id: &str, owner: &str, origin: &str) -> BotRecord {
     }
 }
 
-fn session(bot: &str, kind: SessionKind, peer: &str, owner: &str) -> SessionRecord {
+pub(super) fn session(bot: &str, kind: SessionKind, peer: &str, owner: &str) -> SessionRecord {
     let key = SessionKey {
         bot: BotId::new(bot).unwrap(),
         kind,

@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
-use serde_json::json;
+
+use super::owner_change_tests::bot;
 
 use crate::clock::Clock;
 use crate::clock::ManualClock;
@@ -18,7 +19,6 @@ use crate::ids::BotId;
 use crate::ids::EntryId;
 use crate::ids::SessionId;
 use crate::ids::UserId;
-use crate::record::BotRecord;
 use crate::record::CatchUp;
 use crate::record::EntryKind;
 use crate::record::NewEntry;
@@ -33,35 +33,9 @@ use crate::store::Mutation;
 use crate::store::Store;
 use crate::store::StoreOptions;
 
-fn bot(id: &str, owner: &str, origin: &str) -> BotRecord {
-    BotRecord {
-        id: BotId::new(id).unwrap(),
-        name: id.into(),
-        owner: UserId::new(owner).unwrap(),
-        role: "helps".into(),
-        provider: "main".into(),
-        tools: Vec::new(),
-        settings: json!({}),
-        origin: origin.into(),
-        created_at: 0,
-        updated_at: 0,
-    }
-}
-
+/// `p`'s session of `kind` with `peer`, alice's.
 fn session(kind: SessionKind, peer: &str) -> SessionRecord {
-    let key = SessionKey {
-        bot: BotId::new("p").unwrap(),
-        kind,
-        peer: peer.into(),
-    };
-    SessionRecord {
-        id: key.id(),
-        key,
-        owner: UserId::new("alice").unwrap(),
-        epoch: 0,
-        last_seq: 0,
-        created_at: 0,
-    }
+    super::owner_change_tests::session("p", kind, peer, "alice")
 }
 
 fn routine(name: &str, origin: RoutineOrigin, created_at: i64) -> RoutineRecord {
