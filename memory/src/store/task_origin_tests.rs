@@ -11,8 +11,6 @@ use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 
-use super::owner_change_tests::bot;
-
 use crate::clock::Clock;
 use crate::clock::ManualClock;
 use crate::ids::BotId;
@@ -32,6 +30,8 @@ use crate::record::SubagentStatus;
 use crate::store::Mutation;
 use crate::store::Store;
 use crate::store::StoreOptions;
+
+use super::owner_change_tests::bot;
 
 /// `p`'s session of `kind` with `peer`, alice's.
 fn session(kind: SessionKind, peer: &str) -> SessionRecord {
