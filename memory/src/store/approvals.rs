@@ -118,12 +118,15 @@ impl Stored {
     /// by the stop, whatever its times say (the stop is final; its cause
     /// says more than a TTL that also ran out), and one of a subagent
     /// whose task is a former owner's by the owner change (its action can
-    /// never run, whoever decides); else [`ApprovalRecord::effective`].
+    /// never run, whoever decides) while its TTL lasts: one whose TTL ran
+    /// out first lapsed with its owner, and stays theirs (review: written
+    /// `owner_changed`, it followed its session to every later owner);
+    /// else [`ApprovalRecord::effective`].
     pub(crate) fn effective(mut self, now: i64) -> ApprovalRecord {
         let open = self.record.is_pending() || self.record.is_usable();
         let (status, cause) = if self.subagent_stopped && open {
             (ApprovalStatus::Expired, Some(ExpiryCause::SubagentStopped))
-        } else if self.former_owners_task && open {
+        } else if self.former_owners_task && open && now < self.record.expires_at {
             (ApprovalStatus::Expired, Some(ExpiryCause::OwnerChanged))
         } else {
             self.record.effective(now, self.newer_user_message)

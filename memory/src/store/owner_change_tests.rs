@@ -408,7 +408,12 @@ async fn a_rooms_sharing_follows_its_members_owners() {
 #[tokio::test]
 async fn an_approval_an_owner_change_expired_follows_its_session_back() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(StoreOptions::new(dir.path().join("fleet.db"))).unwrap();
+    let clock = ManualClock::new(chrono::Utc::now());
+    let store = Store::open(StoreOptions {
+        clock: Arc::new(clock.clone()),
+        ..StoreOptions::new(dir.path().join("fleet.db"))
+    })
+    .unwrap();
     let alices_dm = session("p", SessionKind::Dm, "alice", "alice");
     let task = session("p.sub-1", SessionKind::Subagent, "p", "alice");
     store
@@ -421,7 +426,13 @@ async fn an_approval_an_owner_change_expired_follows_its_session_back() {
         ])
         .await
         .unwrap();
+    // one whose TTL runs out before the change lapsed with alice, and
+    // stays hers through every change (review: written `owner_changed`,
+    // it followed the session to each later owner)
+    let lapsed = ask(&store, &task, "lapsed-before", 1_000).await;
     let asked = ask(&store, &task, "alices-private-path", 600_000).await;
+    // (nothing writes its expiry before the change: the host was down)
+    clock.advance_ms(1_000);
     store
         .write(vec![Mutation::UpsertBot(bot("p", "bob", "config"))])
         .await
@@ -449,5 +460,14 @@ async fn an_approval_an_owner_change_expired_follows_its_session_back() {
         .await
         .unwrap();
     assert!(bobs.is_empty(), "{bobs:?}");
+    store
+        .write(vec![Mutation::UpsertBot(bot("p", "bob", "config"))])
+        .await
+        .unwrap();
+    let lapsed = store.approval(lapsed).await.unwrap().unwrap();
+    assert_eq!(
+        (lapsed.owner.as_str(), lapsed.expired_by),
+        ("alice", Some(crate::record::ExpiryCause::Ttl))
+    );
     store.close().await;
 }
