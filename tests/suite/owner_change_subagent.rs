@@ -534,6 +534,33 @@ async fn a_task_of_the_former_owners_api_routine_ends_without_running() {
         0,
         "the model was asked for the task after the owner change"
     );
+    // each report reaches boss in its own session with the subagent, not
+    // in the session of alice's routine (review: it woke boss there, to
+    // take up her routine's work under bob)
+    for sub in &subs {
+        let id = sub["id"].as_str().unwrap();
+        let own = session_id("boss", SessionKind::Agent, id);
+        poll(30, async || {
+            let es = bob
+                .entries_after(&own, 0)
+                .await
+                .map_err(|e| e.to_string())?;
+            match es
+                .iter()
+                .any(|e| e["kind"] == "agent_message" && e["from"] == id)
+            {
+                true => Ok(()),
+                false => Err(format!("{own}: {es:#?}")),
+            }
+        })
+        .await;
+    }
+    let routine = session_id("boss", SessionKind::Routine, "taxes");
+    let es = bob.entries_after(&routine, 0).await.unwrap_or_default();
+    assert!(
+        !es.iter().any(|e| e["kind"] == "agent_message"),
+        "a report woke boss in alice's routine's session: {es:#?}"
+    );
     let data = fleet.path().join("data");
     assert_eq!(found(&data, MARKER), Vec::<std::path::PathBuf>::new());
     host.kill9().await;

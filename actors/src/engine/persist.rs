@@ -746,15 +746,16 @@ impl Runner {
             );
             return Ok(None);
         }
-        // the session the task came from, unless it is the DM of someone
-        // who no longer owns the parent: the report (written with the new
-        // owner's workspace) would land with the former owner
+        // the session the task came from, unless the task is a former
+        // owner's (`task_is_former_owners`): the DM of someone who no
+        // longer owns the parent, where the report (written with the new
+        // owner's workspace) would land with the former owner; or where
+        // the parent's turn over it would take up the former owner's work
+        // (review: the report of a task alice's API routine gave woke the
+        // parent in that routine's session, under bob)
+        let theirs = super::task_is_former_owners(&self.rt.store, &sub, &parent).await?;
         let key = match self.rt.store.get_session(sub.parent_session).await? {
-            Some(rec)
-                if rec.key.bot == parent.id && !rec.key.is_former_owners_dm(&parent.owner) =>
-            {
-                rec.key
-            }
+            Some(rec) if rec.key.bot == parent.id && !theirs => rec.key,
             _ => SessionKey {
                 bot: parent.id.clone(),
                 kind: SessionKind::Agent,
