@@ -349,14 +349,17 @@ impl Actor for BotActor {
             });
         }
         let pending = state.rt.store.pending_inbox(id).await?;
-        // the floors of the bot's sessions, whose queued work may predate
-        // an owner change (a routine's runs, a room's messages, and an
-        // approval's decision there): what came before is taken into a
-        // turn of its own (`BotQueue::take_session`). Only routines' and
+        // the floors of the bot's sessions, whose queued or cut-off work
+        // may predate an owner change (a routine's runs, a room's
+        // messages, and an approval's decision there): what came before
+        // is taken into a turn of its own (`BotQueue::take_session`) and
+        // ends `owner_changed` (`TurnPlan::floor`). Only routines' and
         // rooms' sessions get one, never a person's DM: a queue of DMs
-        // reads none (review: keyed on background work, the queue missed
-        // a decision, which is a bot-class input)
-        if pending.iter().any(|i| i.priority != Priority::UserDm) {
+        // with no turn to resume reads none (review: keyed on background
+        // work, the queue missed a decision, which is a bot-class input).
+        // Floors are set only as a host starts, before any bot wakes: work
+        // that comes later is past them.
+        if !state.pending.is_empty() || pending.iter().any(|i| i.priority != Priority::UserDm) {
             let floors = state
                 .rt
                 .store

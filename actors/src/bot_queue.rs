@@ -216,6 +216,11 @@ impl BotQueue {
         self.floors = floors;
     }
 
+    /// The floor of `session`, if it has one (see `floors`).
+    pub(crate) fn floor_of(&self, session: SessionId) -> Option<i64> {
+        self.floors.get(&session).copied()
+    }
+
     /// Every queued input of `session` (any class), in gid order; the
     /// session is noted as served when it had a direct message. Of a
     /// session with a floor, those below it while any is queued, else

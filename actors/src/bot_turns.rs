@@ -273,6 +273,7 @@ impl BotState {
             started_at,
             first_step: first_step.clone(),
             replaces_start,
+            floor: self.queue.floor_of(session),
         };
         self.running = Some(Running {
             turn,

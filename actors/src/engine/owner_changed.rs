@@ -119,11 +119,12 @@ impl Runner {
 
     /// Whether this turn's inputs came into `session`, its own, before
     /// the change that gave it to the bot's owner read from then on (its
-    /// floor). Only a Routine or a Group session goes to a new owner with
-    /// a floor (`Writer::move_own_work`), so a DM's turn reads nothing
-    /// more. Not asked of the session a subagent's task came from: the
-    /// turn's inputs are in the task session, and their seqs say nothing
-    /// of that one's (the store floors the task session instead).
+    /// floor, `TurnPlan::floor`: the bot read it as it woke, so a turn in
+    /// a room or a routine reads nothing more). Only a Routine or a Group
+    /// session goes to a new owner with a floor (`Writer::move_own_work`).
+    /// Not asked of the session a subagent's task came from: the turn's
+    /// inputs are in the task session, and their seqs say nothing of that
+    /// one's (the store floors the task session instead).
     async fn before_the_change(
         &self,
         session: &SessionRecord,
@@ -131,12 +132,7 @@ impl Runner {
         if !matches!(session.key.kind, SessionKind::Routine | SessionKind::Group) {
             return Ok(None);
         }
-        let Some((from_seq, _)) = self
-            .rt
-            .store
-            .session_floor(session.id, &self.bot.owner)
-            .await?
-        else {
+        let Some(from_seq) = self.floor else {
             return Ok(None);
         };
         let before = self.input_seqs().await?.iter().any(|seq| *seq < from_seq);

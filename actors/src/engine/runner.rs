@@ -255,6 +255,8 @@ struct Runner {
     first_step: Arc<FirstStep>,
     /// `TurnPlan::replaces_start`.
     replaces_start: bool,
+    /// `TurnPlan::floor`.
+    floor: Option<i64>,
     soft: CancellationToken,
     hard: CancellationToken,
     error: Option<String>,
@@ -342,6 +344,7 @@ impl Runner {
             started_at: plan.started_at,
             first_step: plan.first_step,
             replaces_start: plan.replaces_start,
+            floor: plan.floor,
             error: None,
         })
     }

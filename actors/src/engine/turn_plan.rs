@@ -67,6 +67,11 @@ pub(crate) struct TurnPlan {
     /// bot waited, `bot_store_wait.rs`): its resume does not count one
     /// more start (`engine/recovery.rs`).
     pub replaces_start: bool,
+    /// The seq the bot's owner reads the session from (an owner change in
+    /// fleet.toml: `session_floors`), as the bot read it as it woke with
+    /// work that may predate the change; floors change only as a host
+    /// starts, so the turn reads none (`Runner::before_the_change`).
+    pub floor: Option<i64>,
 }
 
 /// Whether a run has committed a model step, and whether a person's
