@@ -68,9 +68,21 @@ pub(crate) async fn task_is_former_owners(
     sub: &botfleet_memory::SubagentRecord,
     of: &botfleet_memory::BotRecord,
 ) -> Result<bool, StoreError> {
-    if let Some(from) = store.get_session(sub.parent_session).await?
+    let from = store.get_session(sub.parent_session).await?;
+    task_from_is_former_owners(store, sub, from.as_ref(), of).await
+}
+
+/// [`task_is_former_owners`], with the session the task came from
+/// (`sub.parent_session`) as read already.
+pub(crate) async fn task_from_is_former_owners(
+    store: &botfleet_memory::Store,
+    sub: &botfleet_memory::SubagentRecord,
+    from: Option<&SessionRecord>,
+    of: &botfleet_memory::BotRecord,
+) -> Result<bool, StoreError> {
+    if let Some(from) = from
         && (from.key.is_former_owners_dm(&of.owner)
-            || crate::safety::approvals::other_owners_peer(store, &from, of)
+            || crate::safety::approvals::other_owners_peer(store, from, of)
                 .await?
                 .is_some())
     {

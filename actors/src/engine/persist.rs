@@ -753,8 +753,10 @@ impl Runner {
         // the parent's turn over it would take up the former owner's work
         // (review: the report of a task alice's API routine gave woke the
         // parent in that routine's session, under bob)
-        let theirs = super::task_is_former_owners(&self.rt.store, sub, &parent).await?;
-        let key = match self.rt.store.get_session(sub.parent_session).await? {
+        let from = self.rt.store.get_session(sub.parent_session).await?;
+        let theirs =
+            super::task_from_is_former_owners(&self.rt.store, sub, from.as_ref(), &parent).await?;
+        let key = match from {
             Some(rec) if rec.key.bot == parent.id && !theirs => rec.key,
             _ => SessionKey {
                 bot: parent.id.clone(),

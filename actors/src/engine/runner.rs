@@ -89,6 +89,7 @@ pub use turn_setup::budget_paused_until;
 pub(crate) use turn_setup::came_before_owner_change;
 pub(crate) use turn_setup::origin_of;
 pub use turn_setup::stored_budget_pause;
+pub(crate) use turn_setup::task_from_is_former_owners;
 pub(crate) use turn_setup::task_is_former_owners;
 
 /// The model call of a step and its reminders (`impl Runner`).

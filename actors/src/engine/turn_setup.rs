@@ -448,6 +448,7 @@ impl Runner {
 mod owner_changed;
 
 pub(crate) use owner_changed::came_before_owner_change;
+pub(crate) use owner_changed::task_from_is_former_owners;
 pub(crate) use owner_changed::task_is_former_owners;
 
 impl Runner {
