@@ -16,8 +16,9 @@
 //! are marked, so a phrase query marks its occurrences and not stray
 //! occurrences of its words. The text is cut into fragments of about
 //! [`FRAGMENT_BYTES`] the way tantivy's `SnippetGenerator` cuts them, except
-//! that a fragment is never cut inside a match; the fragment whose matches
-//! weigh most (rarer terms weigh more) wins, the earliest on a tie.
+//! that a fragment is never cut inside a match; the fragment showing most
+//! of the query wins: the weights of the distinct parts it holds (rarer
+//! terms weigh more), then of all its matches, the earliest on a tie.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -356,13 +357,27 @@ fn fragments(tokens: &[Token], matches: &[Match]) -> Vec<Fragment> {
     out
 }
 
-/// The fragment whose matches weigh most (the earliest on a tie); `None`
-/// if no fragment holds a match.
+/// The fragment that shows most of the query: the weights of the distinct
+/// patterns it holds, each counted once, then the weight of all its
+/// matches, the earliest on a tie; `None` if no fragment holds a match.
+/// Summing every match alone let eleven `deploy`s beat a fragment with
+/// `deploy` and `rollback` of a query needing both, and the snippet hid
+/// why the text matched (QA, 2026-12-07).
 fn best_fragment(fragments: &[Fragment], matches: &[Match]) -> Option<Fragment> {
-    let mut best: Option<(f32, Fragment)> = None;
+    let mut best: Option<((f32, f32), Fragment)> = None;
+    let mut seen: Vec<usize> = Vec::new();
     for fragment in fragments {
-        let score: f32 = within(fragment, matches).map(|m| m.weight).sum();
-        if score > 0.0 && best.is_none_or(|(s, _)| score > s) {
+        seen.clear();
+        let (mut covered, mut total) = (0.0f32, 0.0f32);
+        for m in within(fragment, matches) {
+            total += m.weight;
+            if !seen.contains(&m.pattern) {
+                seen.push(m.pattern);
+                covered += m.weight;
+            }
+        }
+        let score = (covered, total);
+        if total > 0.0 && best.is_none_or(|(s, _)| score > s) {
             best = Some((score, *fragment));
         }
     }

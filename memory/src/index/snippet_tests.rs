@@ -153,3 +153,22 @@ fn only_the_alternatives_that_match_are_marked() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn the_fragment_shows_every_word_of_the_query_over_many_copies_of_one() -> TestResult {
+    // eleven `deploy`s up front, the one `rollback` the query also needs
+    // at the end: the fragment with both wins over the one with more
+    // copies of a single word (QA, 2026-12-07)
+    let text = format!(
+        "{} {} the last deploy keeps a rollback plan.",
+        "We deploy checks, then each deploy step logs. ".repeat(6),
+        "padding words here ".repeat(20)
+    );
+    let snippet = snippet_of(&[&text], "deploy rollback")?;
+    assert!(snippet.contains("«rollback»"), "{snippet}");
+    // words side by side at the end of a long text
+    let text = format!("{} filler needleword end", "filler ".repeat(2000));
+    let snippet = snippet_of(&[&text], "filler needleword")?;
+    assert!(snippet.contains("«needleword»"), "{snippet}");
+    Ok(())
+}
