@@ -182,6 +182,12 @@ prompts! {
     /// The same event for a message to a bot that fleet.toml gave to
     /// another user before it answered.
     agent_owner_changed_unanswered => "agent_owner_changed_unanswered.md",
+    /// The reminder of a turn that answered no bot that wrote it a
+    /// message owed a reply.
+    agent_reply_reminder => "agent_reply_reminder.md",
+    /// The event that wakes a bot whose message another bot's turn ended
+    /// without answering, even after its reminder.
+    agent_no_reply => "agent_no_reply.md",
     /// Notice of a turn cancelled, before it answered a person, by its
     /// owner's removal of its bot.
     turn_cancelled_removed => "turn_cancelled_removed.md",

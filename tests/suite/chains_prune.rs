@@ -43,6 +43,7 @@ fn message(session: SessionId, chain: ChainOrigin) -> Mutation {
             hop: 1,
             reply_session: None,
             chain: Some(chain),
+            answers: false,
         },
     }))
 }

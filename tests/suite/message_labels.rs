@@ -201,6 +201,7 @@ async fn the_web_page_names_a_bot_the_viewer_does_not_list() {
         hop: 1,
         reply_session: None,
         chain: None,
+        answers: false,
     };
     ui_page::append(&host, &session, "t", [message]).await;
     ui_page::open_dm(&browser, &host, "r").await;

@@ -8,6 +8,7 @@ mod agent_targets;
 mod agent_turn_failed;
 mod agents;
 mod agents_awaiting;
+mod agents_reply_owed;
 mod agents_speak;
 mod api_bodies;
 mod api_contract;

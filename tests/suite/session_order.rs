@@ -110,6 +110,7 @@ fn message_from(from: &str, fan: &BotRecord, text: &str) -> AdmitRequest {
                 hop: 2,
                 reply_session: None,
                 chain: None,
+                answers: false,
             },
         },
         session,

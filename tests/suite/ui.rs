@@ -388,6 +388,7 @@ fn every_entry_kind() -> Vec<EntryKind> {
             hop: 0,
             reply_session: None,
             chain: None,
+            answers: false,
         },
         EntryKind::Event {
             origin: text(),

@@ -115,7 +115,8 @@ impl Tool for Wrapped {
 }
 
 /// Bot b asks y [`ASK`] at each input, then tells its person the result
-/// and stops; y only ends its turns.
+/// and stops; y only ends its turns (b is told it will not answer, and
+/// wakes once more).
 struct AskModel {
     calls: Mutex<usize>,
 }
@@ -161,16 +162,21 @@ impl Model for AskModel {
     }
 }
 
-/// The entries of `session` once `n` turns have ended there.
+/// The entries of `session` once `n` turns have ended there, to the end
+/// of the `n`th: a later turn (y's silence, told to b, wakes it once more)
+/// is not this run's.
 async fn turns_ended(store: &Store, session: SessionId, n: usize) -> Vec<Entry> {
     let mut changes = store.subscribe();
     loop {
-        let entries = store.entries_after(session, 0, 1000).await.unwrap();
-        let ended = entries
+        let mut entries = store.entries_after(session, 0, 1000).await.unwrap();
+        let ends: Vec<usize> = entries
             .iter()
-            .filter(|e| matches!(e.kind, EntryKind::TurnEnd { .. }))
-            .count();
-        if ended >= n {
+            .enumerate()
+            .filter(|(_, e)| matches!(e.kind, EntryKind::TurnEnd { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&nth) = n.checked_sub(1).and_then(|i| ends.get(i)) {
+            entries.truncate(nth + 1);
             return entries;
         }
         next_change(&mut changes, "the turns did not end within 30 s").await;

@@ -128,6 +128,7 @@ pub(super) fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
             hop,
             reply_session,
             chain,
+            answers,
         } => (
             "agent_message",
             shown(EntryKind::AgentMessage {
@@ -136,6 +137,7 @@ pub(super) fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
                 hop: *hop,
                 reply_session: *reply_session,
                 chain: *chain,
+                answers: *answers,
             }),
         ),
         EntryKind::Event {

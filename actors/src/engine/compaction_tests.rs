@@ -262,6 +262,7 @@ fn a_forged_record_line_stays_inside_its_quote() {
                 hop: 1,
                 reply_session: None,
                 chain: None,
+                answers: false,
             },
         ),
         entry(
@@ -361,6 +362,7 @@ proptest::proptest! {
                         hop: 1,
                         reply_session: None,
                         chain: None,
+                        answers: false,
                     }),
                     2 => entry(seq, "b", EntryKind::ToolResult {
                         call_id: "c".into(),
@@ -718,6 +720,7 @@ fn a_subagent_report_reads_as_ones_own_subagents() {
                 hop: 2,
                 reply_session: Some(reply_session),
                 chain: None,
+                answers: false,
             },
         )
     };

@@ -236,6 +236,7 @@ mod tests {
                 hop: 2,
                 reply_session: Some(reply),
                 chain: None,
+                answers: false,
             },
         }
     }

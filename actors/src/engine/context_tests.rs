@@ -116,6 +116,7 @@ fn other_bots_are_quoted_data() {
             hop: 1,
             reply_session: None,
             chain: None,
+            answers: false,
         },
     );
     let text = render_input(&e);
@@ -158,6 +159,7 @@ fn rendered_quotes(text: &str) -> Vec<String> {
         hop: 1,
         reply_session: None,
         chain: None,
+        answers: false,
     };
     vec![
         render_input(&entry(1, event)),

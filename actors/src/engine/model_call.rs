@@ -272,7 +272,9 @@ impl Runner {
     /// the delivery reminder; once a turn, a person owed a reply and sent
     /// none is reminded to send it. A call written as text is never run:
     /// its arguments were never checked against the tool's schema, and
-    /// text the model meant as an example would run as well.
+    /// text the model meant as an example would run as well. Once a turn,
+    /// bots owed a reply and sent none are reminded to answer them
+    /// (`owed_replies.rs`).
     pub(super) fn reminder_due(&self, text: &str) -> Option<Reminder> {
         let tools: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
         if let Some(tool) = written_call(text, &tools) {
@@ -283,13 +285,15 @@ impl Runner {
                 });
             }
         }
-        (self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded).then(|| {
-            if self.awaits_answers() {
+        if self.state.owes_delivery && self.state.delivered == 0 && !self.state.reminded {
+            return Some(if self.awaits_answers() {
                 Reminder::Awaiting
             } else {
                 Reminder::Delivery
-            }
-        })
+            });
+        }
+        self.agent_reply_reminder_due()
+            .map(|bots| Reminder::AgentReply { bots })
     }
 
     /// Injects `reminder` (its flag goes into the checkpoint with it, so a
@@ -308,6 +312,13 @@ impl Runner {
                     prompts()
                         .delivery_reminder_awaiting
                         .render(&[("asked", &asked)]),
+                )
+            }
+            Reminder::AgentReply { bots } => {
+                self.state.agent_reminded = true;
+                (
+                    "agent_reply",
+                    prompts().agent_reply_reminder.render(&[("bots", bots)]),
                 )
             }
             Reminder::WrittenCall { tool } => {
@@ -413,6 +424,12 @@ pub(super) enum Reminder {
     /// The same, when the turn asked other bots or subagents for what the
     /// answer needs (`asked.rs`; prompts/delivery_reminder_awaiting.md).
     Awaiting,
+    /// Bots that wrote the turn a message owed a reply got none
+    /// (prompts/agent_reply_reminder.md, `owed_replies.rs`).
+    AgentReply {
+        /// The bots, as the reminder names them.
+        bots: String,
+    },
     /// The step wrote a call to the turn's tool `tool` as text
     /// (prompts/written_call_reminder.md).
     WrittenCall {

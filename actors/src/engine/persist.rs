@@ -356,7 +356,7 @@ impl Runner {
     /// The newest message of each bot (and conversation it wrote from)
     /// among this turn's inputs that the turn did not answer with
     /// SendToAgent.
-    async fn unanswered_questions(&self) -> Result<Vec<Entry>, StoreError> {
+    pub(super) async fn unanswered_questions(&self) -> Result<Vec<Entry>, StoreError> {
         let (Some(first), Some(last)) = (
             self.state.input_seqs.iter().min(),
             self.state.input_seqs.iter().max(),
@@ -784,6 +784,8 @@ impl Runner {
                     hop,
                     reply_session: Some(self.session),
                     chain: self.scope.chain,
+                    // a report answers its parent's task: no reply owed
+                    answers: true,
                 },
             },
             session: key,

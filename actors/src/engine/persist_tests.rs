@@ -74,6 +74,7 @@ fn reply(bot: &str, session: u8) -> ReplyTo {
         }
         .id(),
         asked_at: 0,
+        owed: true,
     }
 }
 

@@ -72,6 +72,11 @@ mod calls;
 #[path = "asked.rs"]
 mod asked;
 
+/// The bots a turn owes a reply, its reminder and what tells them none
+/// came (`impl Runner`).
+#[path = "owed_replies.rs"]
+mod owed_replies;
+
 /// What a turn writes (`impl Runner`).
 #[path = "persist.rs"]
 mod persist;

@@ -22,6 +22,10 @@ pub(crate) struct TurnState {
     /// delivery reminder).
     #[serde(default)]
     pub written_call_reminded: bool,
+    /// Whether the turn was reminded to answer the bots it owes a reply
+    /// (prompts/agent_reply_reminder.md; once a turn, `owed_replies.rs`).
+    #[serde(default)]
+    pub agent_reminded: bool,
     /// Seqs of the inputs the turn answers (in its session).
     pub input_seqs: Vec<i64>,
     /// Whether a loop in the model's output was already retried once.

@@ -89,8 +89,11 @@ impl Runner {
                 } else {
                     TurnStatus::Completed
                 };
-                // the last step and the end of the turn commit together
+                // the last step and the end of the turn commit together,
+                // with word to the bots it still owes a reply
+                let unanswered = self.no_reply_notices().await?;
                 batch.extend(self.end_batch(status, None));
+                batch.extend(unanswered);
                 self.commit(batch).await?;
                 return Ok(status);
             }

@@ -401,9 +401,18 @@ impl Runner {
             if let EntryKind::AgentMessage {
                 from,
                 reply_session,
+                answers,
                 ..
             } = &e.kind
             {
+                // a question lands in the bot's own conversation with its
+                // sender (an answer goes where the bot asked from), where
+                // SendMessage goes back to the sender
+                let key = &self.scope.session.key;
+                let owed = !answers
+                    && *from != self.bot.id
+                    && key.kind == SessionKind::Agent
+                    && key.peer == from.as_str();
                 let session = reply_session.unwrap_or_else(|| {
                     SessionKey {
                         bot: from.clone(),
@@ -418,11 +427,15 @@ impl Runner {
                     .iter_mut()
                     .find(|r| r.bot == *from && r.session == session)
                 {
-                    Some(known) => known.asked_at = known.asked_at.min(e.created_at),
+                    Some(known) => {
+                        known.asked_at = known.asked_at.min(e.created_at);
+                        known.owed |= owed;
+                    }
                     None => self.scope.reply_to.push(ReplyTo {
                         bot: from.clone(),
                         session,
                         asked_at: e.created_at,
+                        owed,
                     }),
                 }
             }

@@ -11,7 +11,10 @@
 //! event wakes the asker in the conversation it asked from, as the answer
 //! would have. So does a bot that fleet.toml gave to another user before it
 //! answered: its turn over the message ends unanswered
-//! (`owner_changed.rs`), and the asker was not told either (audit).
+//! (`owner_changed.rs`), and the asker was not told either (audit). And a
+//! bot whose turn over a message owed a reply ended without one, after its
+//! reminder (`owed_replies.rs`; QA: its answer written as text reached
+//! nobody).
 
 use botfleet_memory::AdmitRequest;
 use botfleet_memory::BotId;
@@ -80,6 +83,40 @@ pub(crate) async fn owner_changed_notice(
     )))
 }
 
+/// The origin of the event for a bot whose message another's turn ended
+/// without answering, followed by that bot's id (`owed_replies.rs`).
+const NO_REPLY_ORIGIN: &str = "bot_no_reply:";
+
+/// The event to the bot that wrote `question` (an `AgentMessage` to
+/// `answerer` owed a reply), saying `answerer`'s turn `turn` over it ended
+/// without answering, after its reminder. `None` for any other entry, and
+/// for a sender that is gone, removed, or another user's. One per turn and
+/// asking conversation: the nonce names both, so a resumed turn's end
+/// sends it once.
+pub(crate) async fn no_reply_notice(
+    store: &Store,
+    answerer: &BotRecord,
+    question: &Entry,
+    turn: botfleet_memory::TurnId,
+) -> Result<Option<AdmitRequest>, StoreError> {
+    let Some(asked) = Asked::of(store, answerer, question).await? else {
+        return Ok(None);
+    };
+    if asked.asker.owner != answerer.owner {
+        return Ok(None);
+    }
+    Ok(Some(asked.event(
+        answerer,
+        &prompts().agent_no_reply,
+        Mark {
+            origin: NO_REPLY_ORIGIN,
+            digest: "bot_no_reply",
+            nonce: "no_reply",
+            when: turn.to_string(),
+        },
+    )))
+}
+
 /// What tells one notice from another: its origin (before the bot's id),
 /// the tag of its digest, its nonce's word, and what it is of (the
 /// removal's time, the turn that ended unanswered). Each notice's nonce
@@ -119,6 +156,7 @@ impl<'a> Asked<'a> {
             hop,
             reply_session,
             chain,
+            ..
         } = &question.kind
         else {
             return Ok(None);

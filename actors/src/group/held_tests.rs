@@ -81,6 +81,7 @@ fn other(session: SessionId) -> Mutation {
             hop: 1,
             reply_session: None,
             chain: None,
+            answers: false,
         },
     )
 }

@@ -106,6 +106,8 @@ pub(crate) async fn message_to_bot(
             }
         }
     };
+    // going where target asked replies to go: an answer, owed none back
+    let answers = wanted.iter().any(|(_, asked_at)| asked_at.is_some());
     let mut keys: Vec<SessionKey> = Vec::with_capacity(wanted.len().max(1));
     for (id, asked_at) in wanted {
         // a session of the target that is no longer its owner's (a former
@@ -159,6 +161,7 @@ pub(crate) async fn message_to_bot(
                         hop,
                         reply_session: Some(ctx.session()),
                         chain: ctx.scope.chain,
+                        answers,
                     },
                 },
                 session: key,

@@ -121,6 +121,7 @@ async fn a_reply_never_lands_in_a_dm_of_someone_who_no_longer_owns_the_bot() {
             bot: peer.id.clone(),
             session: dm_of(person).id(),
             asked_at: 0,
+            owed: true,
         }];
         let args = json!({"agent": "peer", "text": "here it is"});
         let sent = SendToAgent.call(&f.ctx(call), args).await.unwrap();

@@ -116,6 +116,11 @@ pub struct ReplyTo {
     /// messages from that session): a room given to more people since
     /// takes no reply to it (`agent_messages.rs`).
     pub asked_at: i64,
+    /// Whether a message of it among the inputs is owed a reply: one that
+    /// does not answer this bot (`EntryKind::AgentMessage::answers`), from
+    /// another bot than this one, in this bot's conversation with it
+    /// (where a question lands).
+    pub owed: bool,
 }
 
 /// The turn a tool call belongs to.

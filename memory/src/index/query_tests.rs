@@ -527,6 +527,7 @@ fn bot_copies_are_left_out_where_named() -> crate::index::test_support::TestResu
         hop: 1,
         reply_session: None,
         chain: None,
+        answers: false,
     };
     docs.add_kind("a", a_with_r, "a", delivery("walrus answer"))?;
     docs.add_kind("r", r_dm, "a", message("a", "walrus answer"))?;

@@ -64,6 +64,13 @@ pub enum EntryKind {
         /// in entries written before chains carried it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         chain: Option<ChainOrigin>,
+        /// Whether it answers the recipient: written in a turn over the
+        /// recipient's message, or going where the recipient asked replies
+        /// to go. An answer is owed no reply; a message that is not one
+        /// is, and its recipient is reminded of it (entries written
+        /// before this field: `false`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        answers: bool,
     },
     /// An event: a routine, a webhook, an approval's decision, a room's
     /// input, a parent's task or message to its subagent.

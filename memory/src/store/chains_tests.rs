@@ -48,6 +48,7 @@ fn message(session: SessionId, chain: Option<ChainOrigin>) -> Mutation {
             hop: 1,
             reply_session: None,
             chain,
+            answers: false,
         },
     }))
 }

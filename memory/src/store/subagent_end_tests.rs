@@ -63,6 +63,7 @@ fn end_with_report(sub: &BotId, parent_dm: &SessionKey, nonce: &str) -> Mutation
                     hop: 2,
                     reply_session: None,
                     chain: None,
+                    answers: false,
                 },
             },
             priority: Priority::Background,

@@ -1,0 +1,169 @@
+//! A bot asked by another that writes its answer as text, which reaches
+//! nobody: its turn is reminded once to answer with SendToAgent; if it
+//! still ends without a word, the asker is woken by an event saying no
+//! answer is coming, and can tell its person. An answer is owed nothing
+//! back. (QA: B's "B is 2" stayed its private note; R, which told the
+//! person it would answer once the replies came, and the person waited
+//! for good.)
+
+use botfleet_memory::BotId;
+use botfleet_memory::SessionKey;
+use botfleet_memory::SessionKind;
+use serde_json::Value;
+use serde_json::json;
+
+use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
+
+use super::agents::ALL;
+
+/// R asks A and B; A answers with SendToAgent, B writes "B is 2" as
+/// text. `b_after_reminder` is B's rule for the reminder, if any.
+fn script(b_after_reminder: &str) -> String {
+    format!(
+        r#"
+[[rule]]
+bot = "r"
+match = "^ask"
+steps = [
+  {{ calls = [
+      {{ tool = "SendToAgent", args = {{ agent = "a", text = "what is A?" }} }},
+      {{ tool = "SendToAgent", args = {{ agent = "b", text = "what is B?" }} }},
+      {{ tool = "SendMessage", args = {{ text = "I asked A and B; I will report back." }} }},
+  ] }},
+]
+
+[[rule]]
+bot = "r"
+match = "without answering it"
+steps = [ {{ tool = "SendMessage", args = {{ text = "NO ANSWER: {{{{inputs}}}}" }} }} ]
+
+[[rule]]
+bot = "r"
+match = "Message from bot"
+steps = [ {{ tool = "SendMessage", args = {{ text = "SUMMARY: {{{{inputs}}}}" }} }} ]
+
+[[rule]]
+bot = "a"
+match = "what is A"
+steps = [ {{ tool = "SendToAgent", args = {{ agent = "r", text = "A is 1" }} }} ]
+{b_after_reminder}
+[[rule]]
+bot = "b"
+match = "what is B"
+steps = [ {{ text = "B is 2" }} ]
+"#
+    )
+}
+
+async fn start(script: &str) -> TestHost {
+    TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", ALL)
+        .bot("a", "s", ALL)
+        .bot("b", "s", ALL)
+        .start()
+        .await
+}
+
+/// B's conversation with R, on B's side.
+fn b_with_r() -> String {
+    SessionKey {
+        bot: BotId::new("b").unwrap(),
+        kind: SessionKind::Agent,
+        peer: "r".into(),
+    }
+    .id()
+    .to_string()
+}
+
+fn reminders(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "reminder")
+        .map(|e| e["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_bot_that_answered_in_text_is_reminded_and_its_answer_reaches_the_asker() {
+    let host = start(&script(
+        r#"
+[[rule]]
+bot = "b"
+match = "waits for your answer"
+steps = [ { tool = "SendToAgent", args = { agent = "r", text = "B is 2" } } ]
+"#,
+    ))
+    .await;
+    let (_, sent) = host.send("r", "ask A and B", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let es = host
+        .wait_for(&session, |es| {
+            let text = deliveries(es).join("\n");
+            (text.contains("A is 1") && text.contains("B is 2")).then(|| json!(es))
+        })
+        .await;
+    let es = es.as_array().unwrap();
+    assert!(
+        !deliveries(es).join("\n").contains("NO ANSWER"),
+        "{:?}",
+        deliveries(es)
+    );
+    let theirs = host.entries(&b_with_r()).await;
+    let reminded = reminders(&theirs);
+    assert_eq!(reminded.len(), 1, "{reminded:?}");
+    assert!(reminded[0].contains("r wrote to you"), "{reminded:?}");
+    // A's and B's answers are owed nothing back: R's turns over them were
+    // not reminded to answer A or B
+    assert!(
+        reminders(es).iter().all(|r| !r.contains("wrote to you")),
+        "{:?}",
+        reminders(es)
+    );
+    let answers: Vec<&Value> = es.iter().filter(|e| e["kind"] == "agent_message").collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(answers.iter().all(|e| e["answers"] == true), "{answers:?}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_asker_hears_when_a_bot_still_does_not_answer() {
+    let host = start(&script("")).await;
+    let (_, sent) = host.send("r", "ask A and B", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    let es = host
+        .wait_for(&session, |es| {
+            let text = deliveries(es).join("\n");
+            (text.contains("A is 1") && text.contains("NO ANSWER")).then(|| json!(es))
+        })
+        .await;
+    let es = es.as_array().unwrap();
+    // the event names who did not answer and what it was asked, in the
+    // conversation R asked from, and wakes R there
+    let events: Vec<&Value> = es
+        .iter()
+        .filter(|e| e["kind"] == "event" && e["origin"] == "bot_no_reply:b")
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        events[0]["text"].as_str().unwrap().contains("what is B?"),
+        "{events:?}"
+    );
+    let no_answer = deliveries(es)
+        .into_iter()
+        .find(|d| d.contains("NO ANSWER"))
+        .unwrap();
+    assert!(no_answer.contains("b ended its turn"), "{no_answer}");
+    // B was reminded once, and its turn still ended completed
+    let theirs = host.entries(&b_with_r()).await;
+    assert_eq!(reminders(&theirs).len(), 1, "{:?}", reminders(&theirs));
+    let end = theirs
+        .iter()
+        .rev()
+        .find(|e| e["kind"] == "turn_end")
+        .unwrap();
+    assert_eq!(end["status"], "completed");
+    host.shutdown().await;
+}
