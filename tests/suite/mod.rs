@@ -297,4 +297,5 @@ mod update_agent_maker_tools;
 mod update_agent_same_step;
 mod update_agent_stronger;
 mod update_removed_bot;
+mod usage_interrupted;
 mod user_fairness;

@@ -269,7 +269,25 @@ impl Runner {
         more: Vec<Mutation>,
     ) -> Result<TurnStatus, StoreError> {
         if self.start_pending.is_some() && status == TurnStatus::Interrupted {
-            // nothing was persisted: the inputs are still pending in the inbox
+            // nothing was persisted: the inputs are still pending in the
+            // inbox, for the turn that takes them up with the newer message.
+            // What its first call streamed before the interrupt was made
+            // all the same, and counts (QA: a call cut off by a newer
+            // message while it streamed counted nothing, in the bot's usage
+            // and against its daily budget, when it was the turn's first)
+            if self.usage.calls > 0 {
+                let day = self.rt.store.clock().now().format("%Y-%m-%d").to_string();
+                // not `commit`, which would write the turn's start
+                self.rt
+                    .store
+                    .write(vec![Mutation::AddUsage {
+                        bot: self.bot.id.clone(),
+                        day,
+                        turns: 0,
+                        usage: self.usage,
+                    }])
+                    .await?;
+            }
             return Ok(status);
         }
         let mut batch = self.end_batch(status, failure);
