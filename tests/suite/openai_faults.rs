@@ -417,6 +417,35 @@ async fn a_cut_json_body_is_retried() {
     assert_eq!(server.request_count(), 2);
 }
 
+/// Regression (QA): a whole (non-streamed) answer still coming, slowly,
+/// when `timeout_s` (which bounds the whole answer then) ran out was said
+/// to have stalled ("the server went silent"), which it never did.
+#[tokio::test]
+async fn a_whole_answer_slower_than_the_timeout_is_not_said_to_have_stalled() {
+    let server = OpenAiServer::builder()
+        .reply(Reply::endless(Endless::Text, Duration::from_millis(20)))
+        .start()
+        .await;
+    let model = OpenAiModel::new(OpenAiOptions {
+        stream: false,
+        timeout: Duration::from_millis(300),
+        max_retries: 0,
+        provider: Some("slow".into()),
+        ..options(&server)
+    })
+    .unwrap();
+    let (result, _) = complete(&model, &request("x")).await;
+    let error = result.unwrap_err().to_string();
+    assert!(
+        error.contains("whole answer took longer than providers.slow.timeout_s"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("silent") && !error.contains("stalled"),
+        "{error}"
+    );
+}
+
 /// Options with small limits, so that the limit tests end fast.
 fn bounded(server: &OpenAiServer, stream: bool) -> OpenAiModel {
     OpenAiModel::new(OpenAiOptions {

@@ -684,6 +684,12 @@ impl OpenAiModel {
                 }
                 Ok(None) => break,
                 Err(Failure::Broken { .. }) if whole => break,
+                // the deadline is the whole answer's, not a silence's
+                Err(Failure::Broken { detail }) if detail == advice::STALLED => {
+                    return Err(Failure::Broken {
+                        detail: advice::WHOLE_TOO_SLOW.to_owned(),
+                    });
+                }
                 Err(failure) => return Err(failure),
             }
         }

@@ -24,6 +24,11 @@ pub(super) const NO_RESPONSE: &str = "no response within";
 /// The detail of a body that went silent for `timeout` mid-answer.
 pub(super) const STALLED: &str = "the response body stalled";
 
+/// The detail of a whole (non-streamed) answer whose body had not ended
+/// `timeout` after the request: it may have kept coming, only slowly
+/// (QA: a body sent a little at a time was said to have gone silent).
+pub(super) const WHOLE_TOO_SLOW: &str = "the whole answer took longer than timeout_s";
+
 /// The start of the detail of an answer that carried an error.
 pub(super) const SENT_AN_ERROR: &str = "the provider sent an error";
 
@@ -343,6 +348,15 @@ fn unreachable(detail: &str, url: &str, provider: &str, options: &OpenAiOptions)
 
 /// The fix when the answer broke off on every attempt.
 fn broken(detail: &str, provider: &str, options: &OpenAiOptions) -> String {
+    if detail == WHOLE_TOO_SLOW {
+        return format!(
+            "the server's whole answer took longer than providers.{provider}.timeout_s ({} s) \
+             on every attempt (with stream = false it bounds the whole answer, however steadily \
+             it comes): raise timeout_s for a slow server, or set stream = true, where it \
+             bounds only a silence",
+            seconds(options.timeout)
+        );
+    }
     if detail == STALLED {
         return format!(
             "the server went silent for providers.{provider}.timeout_s ({} s) in the middle of \

@@ -4,6 +4,7 @@ use super::super::super::ModelError;
 use super::NO_RESPONSE;
 use super::OpenAiOptions;
 use super::STALLED;
+use super::WHOLE_TOO_SLOW;
 use super::located_after;
 
 const URL: &str = "http://127.0.0.1:9/v1/chat/completions";
@@ -129,6 +130,14 @@ fn each_failure_names_the_provider_the_url_and_the_key_to_change() {
             },
             &keyed,
             "silent for providers.s.timeout_s (10 s)",
+        ),
+        (
+            ModelError::StreamBroken {
+                attempts: 3,
+                detail: WHOLE_TOO_SLOW.into(),
+            },
+            &keyed,
+            "whole answer took longer than providers.s.timeout_s (10 s)",
         ),
         (
             ModelError::TimedOut {
