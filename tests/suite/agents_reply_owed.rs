@@ -2,7 +2,8 @@
 //! nobody: its turn is reminded once to answer with SendToAgent; if it
 //! still ends without a word, the asker is woken by an event saying no
 //! answer is coming, and can tell its person. An answer is owed nothing
-//! back. (QA: B's "B is 2" stayed its private note; R, which told the
+//! back; a reply to an answer is a question again; a question handed on
+//! to a third bot is owed when its answer comes back. (QA: B's "B is 2" stayed its private note; R, which told the
 //! person it would answer once the replies came, and the person waited
 //! for good.)
 
@@ -165,5 +166,132 @@ async fn the_asker_hears_when_a_bot_still_does_not_answer() {
         .find(|e| e["kind"] == "turn_end")
         .unwrap();
     assert_eq!(end["status"], "completed");
+    host.shutdown().await;
+}
+
+/// Regression (review): B handed R's question on to Q and waited; Q's
+/// answer woke B in its conversation with R, where B wrote its answer as
+/// text: no reminder (none of its inputs was R's) and no word to R. The
+/// question is still owed there.
+#[tokio::test]
+async fn a_question_handed_on_is_still_owed_when_the_answer_comes_back() {
+    let script = r#"
+[[rule]]
+bot = "r"
+match = "^ask"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "b", text = "what is B?" } },
+  { tool = "SendMessage", args = { text = "I asked B; I will report back." } },
+] } ]
+
+[[rule]]
+bot = "r"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "SUMMARY: {{inputs}}" } } ]
+
+[[rule]]
+bot = "b"
+match = "what is B"
+steps = [ { tool = "SendToAgent", args = { agent = "q", text = "q, what is B really?" } } ]
+
+[[rule]]
+bot = "b"
+match = "waits for your answer"
+steps = [ { tool = "SendMessage", args = { text = "B is 2, says q" } } ]
+
+[[rule]]
+bot = "b"
+match = "B is 2"
+steps = [ { text = "B is 2, q says" } ]
+
+[[rule]]
+bot = "q"
+match = "what is B really"
+steps = [ { tool = "SendMessage", args = { text = "B is 2" } } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", ALL)
+        .bot("b", "s", ALL)
+        .bot("q", "s", ALL)
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "ask B", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d.contains("SUMMARY") && d.contains("B is 2, says q"))
+            .then(|| json!(es))
+    })
+    .await;
+    let theirs = host.entries(&b_with_r()).await;
+    let reminded = reminders(&theirs);
+    assert_eq!(reminded.len(), 1, "{reminded:?}");
+    assert!(reminded[0].contains("r wrote to you"), "{reminded:?}");
+    host.shutdown().await;
+}
+
+/// Regression (review): R answered B's question back ("which B?") with
+/// "the big one", taken as an answer owed nothing; B's real answer, as
+/// text, reached nobody. A reply to an answer is a question again.
+#[tokio::test]
+async fn what_a_question_back_asked_for_is_owed_the_answer() {
+    let script = r#"
+[[rule]]
+bot = "r"
+match = "^ask"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "b", text = "what is B?" } },
+  { tool = "SendMessage", args = { text = "I asked B; I will report back." } },
+] } ]
+
+[[rule]]
+bot = "r"
+match = "which B"
+steps = [ { tool = "SendToAgent", args = { agent = "b", text = "the big one" } } ]
+
+[[rule]]
+bot = "r"
+match = "Message from bot"
+steps = [ { tool = "SendMessage", args = { text = "SUMMARY: {{inputs}}" } } ]
+
+[[rule]]
+bot = "b"
+match = "what is B"
+steps = [ { tool = "SendToAgent", args = { agent = "r", text = "which B do you mean?" } } ]
+
+[[rule]]
+bot = "b"
+match = "waits for your answer"
+steps = [ { tool = "SendMessage", args = { text = "the big B is 2" } } ]
+
+[[rule]]
+bot = "b"
+match = "the big one"
+steps = [ { text = "the big B is 2" } ]
+"#;
+    let host = TestFleet::new()
+        .script("s", script)
+        .bot("r", "s", ALL)
+        .bot("b", "s", ALL)
+        .start()
+        .await;
+    let (_, sent) = host.send("r", "ask B", None).await;
+    let session = sent["session"].as_str().unwrap().to_owned();
+    host.wait_for(&session, |es| {
+        deliveries(es)
+            .iter()
+            .any(|d| d.contains("SUMMARY") && d.contains("the big B is 2"))
+            .then(|| json!(es))
+    })
+    .await;
+    let theirs = host.entries(&b_with_r()).await;
+    let big_one = theirs
+        .iter()
+        .find(|e| e["kind"] == "agent_message" && e["text"] == "the big one")
+        .unwrap();
+    assert!(big_one["answers"].is_null(), "{big_one}");
+    assert_eq!(reminders(&theirs).len(), 1, "{:?}", reminders(&theirs));
     host.shutdown().await;
 }

@@ -10,15 +10,26 @@
 //! still ends without a word to the asker, the asker is woken by an event
 //! saying no answer is coming (prompts/agent_no_reply.md), in the
 //! conversation it asked from. An answer is owed nothing back: replies do
-//! not bounce between two bots for the hop budget to stop.
+//! not bounce between two bots for the hop budget to stop; a reply to an
+//! answer (a follow-up, or what a question back asked for) is a question
+//! again. A question handed on to a third bot is still owed in the turn
+//! that third bot's answer wakes ([`Runner::note_question_handed_on`]).
 
 use botfleet_memory::BotId;
+use botfleet_memory::Entry;
+use botfleet_memory::EntryKind;
 use botfleet_memory::Mutation;
+use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
 use botfleet_memory::StoreError;
 
 use super::Runner;
 use crate::engine::unanswered::no_reply_notice;
+use crate::tools::ReplyTo;
+
+/// How many of the conversation's newest entries are looked through for
+/// a question handed on ([`Runner::note_question_handed_on`]).
+const HANDED_ON_SCAN: i64 = 200;
 
 impl Runner {
     /// The bots that wrote this turn a message owed a reply and got none:
@@ -31,12 +42,14 @@ impl Runner {
     pub(super) fn replies_owed(&self) -> Vec<&BotId> {
         let key = &self.scope.session.key;
         let mut owed: Vec<&BotId> = Vec::new();
+        // asked anyone but the bots it owes: a question handed on (to a
+        // bot whose answer woke it too: a chain's next link)
         let asked_others = self.state.asked.iter().any(|a| {
             !self
                 .scope
                 .reply_to
                 .iter()
-                .any(|r| r.bot.as_str() == a.as_str())
+                .any(|r| r.owed && r.bot.as_str() == a.as_str())
         });
         if asked_others {
             return owed;
@@ -69,25 +82,119 @@ impl Runner {
         })
     }
 
+    /// The question the other bot of this conversation asked that this
+    /// turn still owes a reply, though none of its inputs is that bot's:
+    /// the bot handed the question on to a third bot (its turn then waited,
+    /// owing nothing yet), whose answer woke it here, where the question
+    /// was asked (review: its answer, written as text, reached nobody, with
+    /// no reminder and no word to the asker). Owed when nothing this bot
+    /// sent the asker (SendMessage here, SendToAgent to it) came after the
+    /// question. Looked for once a turn, as it is about to end, and only in
+    /// a conversation with a bot woken by another bot's answer.
+    pub(super) async fn note_question_handed_on(&mut self) -> Result<(), StoreError> {
+        if self.handed_on.is_some() {
+            return Ok(());
+        }
+        self.handed_on = Some(None);
+        let key = &self.scope.session.key;
+        if key.kind != SessionKind::Agent
+            || key.peer == self.bot.id.as_str()
+            || self.scope.reply_to.is_empty()
+            || self
+                .scope
+                .reply_to
+                .iter()
+                .any(|r| r.bot.as_str() == key.peer)
+        {
+            return Ok(());
+        }
+        let Ok(peer) = BotId::new(key.peer.as_str()) else {
+            return Ok(());
+        };
+        let entries = self
+            .rt
+            .store
+            .tail_entries(self.session, HANDED_ON_SCAN)
+            .await?;
+        let Some(at) = entries.iter().rposition(
+            |e| matches!(&e.kind, EntryKind::AgentMessage { from, .. } if *from == peer),
+        ) else {
+            return Ok(());
+        };
+        let question = &entries[at];
+        let EntryKind::AgentMessage {
+            answers: false,
+            reply_session,
+            ..
+        } = &question.kind
+        else {
+            return Ok(());
+        };
+        let sent_since = entries[at + 1..].iter().any(|e| match &e.kind {
+            EntryKind::Delivery { .. } => true,
+            EntryKind::ToolResult {
+                name,
+                content,
+                is_error: false,
+                ..
+            } => {
+                name == "SendToAgent" && crate::tools::recipient_in(content) == Some(peer.as_str())
+            }
+            _ => false,
+        });
+        if sent_since {
+            return Ok(());
+        }
+        let session = reply_session.unwrap_or_else(|| {
+            SessionKey {
+                bot: peer.clone(),
+                kind: SessionKind::Agent,
+                peer: self.bot.id.to_string(),
+            }
+            .id()
+        });
+        self.scope.reply_to.push(ReplyTo {
+            bot: peer,
+            session,
+            asked_at: question.created_at,
+            owed: true,
+        });
+        self.handed_on = Some(Some(question.clone()));
+        Ok(())
+    }
+
     /// The events that tell each bot still owed a reply as the turn ends
     /// that none is coming: one per asker and conversation it asked from,
-    /// for its newest message among the inputs. Reads the inputs only
-    /// when a reply is owed.
+    /// for its newest message among the inputs (or the question handed
+    /// on). Reads the inputs only when a reply is owed.
+    /// None when the turn's hop budget is spent: it could not answer,
+    /// the chain is over, and the hop budget's notice tells its person
+    /// when a bot is cut off (the event woke the asker past the budget,
+    /// to be refused as it wrote again).
     pub(super) async fn no_reply_notices(&self) -> Result<Vec<Mutation>, StoreError> {
+        if self.scope.hop >= self.rt.settings.max_hops {
+            return Ok(Vec::new());
+        }
         let owed: Vec<BotId> = self.replies_owed().into_iter().cloned().collect();
         if owed.is_empty() {
             return Ok(Vec::new());
         }
+        let mut questions: Vec<Entry> = self
+            .unanswered_questions()
+            .await?
+            .into_iter()
+            .filter(|q| {
+                matches!(&q.kind, EntryKind::AgentMessage { from, answers: false, .. }
+                    if owed.contains(from))
+            })
+            .collect();
+        if let Some(Some(handed_on)) = &self.handed_on {
+            questions.push(handed_on.clone());
+        }
         let mut out = Vec::new();
-        for question in self.unanswered_questions().await? {
-            if let botfleet_memory::EntryKind::AgentMessage {
-                from,
-                answers: false,
-                ..
-            } = &question.kind
-                && owed.contains(from)
-                && let Some(req) =
-                    no_reply_notice(&self.rt.store, &self.bot, &question, self.turn).await?
+        for question in questions {
+            if let Some(req) =
+                no_reply_notice(&self.rt.store, &self.bot, &question, self.turn).await?
             {
                 out.push(Mutation::Admit(Box::new(req)));
             }

@@ -215,6 +215,11 @@ struct Runner {
     block: StateBlock,
     /// Set when the last model call was cut off by the loop detector.
     looped: bool,
+    /// The question of the other bot of this conversation that the turn
+    /// still owes a reply though it is not among its inputs (it handed it
+    /// on to a third bot, whose answer woke it here), once looked for
+    /// (`owed_replies.rs`): `None` until then.
+    handed_on: Option<Option<Entry>>,
     /// Repeated identical tool calls in this turn.
     tool_guard: ToolCallLoopGuard,
     /// The step in which the turn was told to stop repeating a tool call,
@@ -312,6 +317,7 @@ impl Runner {
             paused_until: None,
             pause_told: false,
             looped: false,
+            handed_on: None,
             tool_guard: ToolCallLoopGuard::default(),
             tool_loop_warned: None,
             abort: None,

@@ -73,6 +73,7 @@ impl Runner {
             }
             let mut batch = self.step_batch(&response);
             if response.tool_calls.is_empty() {
+                self.note_question_handed_on().await?;
                 if let Some(reminder) = self.reminder_due(&response.text) {
                     self.commit(batch).await?;
                     self.remind(reminder).await?;
