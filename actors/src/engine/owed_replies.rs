@@ -10,10 +10,14 @@
 //! still ends without a word to the asker, the asker is woken by an event
 //! saying no answer is coming (prompts/agent_no_reply.md), in the
 //! conversation it asked from. An answer is owed nothing back: replies do
-//! not bounce between two bots for the hop budget to stop; a reply to an
-//! answer (a follow-up, or what a question back asked for) is a question
-//! again. A question handed on to a third bot is still owed in the turn
+//! not bounce between two bots for the hop budget to stop (a reply to an
+//! answer is an answer too: a "thanks!" taken as a question was owed a
+//! reply). A question handed on to a third bot is still owed in the turn
 //! that third bot's answer wakes ([`Runner::note_question_handed_on`]).
+//!
+//! Not told apart: a bot's interim word to the asker ("let me check"), or
+//! its question back, settles the question as an answer would; its real
+//! answer, later and written as text, gets no reminder.
 
 use botfleet_memory::BotId;
 use botfleet_memory::Entry;
@@ -167,14 +171,12 @@ impl Runner {
     /// that none is coming: one per asker and conversation it asked from,
     /// for its newest message among the inputs (or the question handed
     /// on). Reads the inputs only when a reply is owed.
-    /// None when the turn's hop budget is spent: it could not answer,
-    /// the chain is over, and the hop budget's notice tells its person
-    /// when a bot is cut off (the event woke the asker past the budget,
-    /// to be refused as it wrote again).
+    /// Also when the turn's hop budget is spent (it could not answer, and
+    /// was not reminded): nobody else tells the asker, and the hop budget's
+    /// notice only comes of a refused send (review: the person waited for
+    /// good). The event, a hop past the budget, wakes the asker to tell its
+    /// person; a message it sends a bot is refused.
     pub(super) async fn no_reply_notices(&self) -> Result<Vec<Mutation>, StoreError> {
-        if self.scope.hop >= self.rt.settings.max_hops {
-            return Ok(Vec::new());
-        }
         let owed: Vec<BotId> = self.replies_owed().into_iter().cloned().collect();
         if owed.is_empty() {
             return Ok(Vec::new());

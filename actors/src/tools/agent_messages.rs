@@ -106,28 +106,14 @@ pub(crate) async fn message_to_bot(
             }
         }
     };
-    // an answer, owed none back: to a message of target's owed a reply
-    // among the turn's inputs (or one it handed on: `asked_replies_here`).
-    // A reply to target's answer (a follow-up, or what its question back
-    // asked for) is a question again: it is owed a reply (review: R's
-    // "the big one", answering B's "which B?", was taken as an answer and
-    // B's real answer, written as text, reached nobody)
-    let answers = match session {
-        Some(_) => false,
-        None => {
-            let mine: Vec<&crate::tools::ReplyTo> = ctx
-                .scope
-                .reply_to
-                .iter()
-                .filter(|r| r.bot == target.id)
-                .collect();
-            if mine.is_empty() {
-                !wanted.is_empty()
-            } else {
-                mine.iter().any(|r| r.owed)
-            }
-        }
-    };
+    // going where target asked replies to go (a reply to its message
+    // among the turn's inputs, or to its question handed on): an answer,
+    // owed none back. A reply to target's answer is one too: taken as a
+    // question (a clarification's answer is one), a "thanks!" was owed a
+    // reply, reminded, and its silence told the person "no answer is
+    // coming" after they had it (review); two polite bots ran to the hop
+    // budget
+    let answers = wanted.iter().any(|(_, asked_at)| asked_at.is_some());
     let mut keys: Vec<SessionKey> = Vec::with_capacity(wanted.len().max(1));
     for (id, asked_at) in wanted {
         // a session of the target that is no longer its owner's (a former
