@@ -410,12 +410,11 @@ async fn a_summary_keeps_the_newest_message_with_the_reply_to_it() {
             // the person's message after the summary: its own message, or
             // joined to the summary's (user messages alternate with the
             // bot's), in their words
-            let next = &messages[at + 1];
-            let said = if next["role"] == "user" {
-                next
-            } else {
-                &messages[at]
-            };
+            // (the summary is the request's last message when the
+            // person's message is joined to it and the bot has not answered
+            // yet: flaky, 2026-12-07)
+            let own = messages.get(at + 1).filter(|next| next["role"] == "user");
+            let said = own.unwrap_or(&messages[at]);
             assert!(
                 said["content"]
                     .as_str()
@@ -430,7 +429,7 @@ async fn a_summary_keeps_the_newest_message_with_the_reply_to_it() {
                 panic!("the summary is not quoted: {content}");
             });
             assert!(content.contains(":\n<<<\n"), "{content}");
-            if next["role"] != "user" {
+            if own.is_none() {
                 assert!(content[end..].contains(" a note"), "{content}");
             }
         }

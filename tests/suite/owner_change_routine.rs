@@ -246,7 +246,13 @@ async fn a_task_of_the_new_owners_routine_of_the_same_name_runs() {
         .await;
     errand(&host, TOKEN, Some("PLAIN of alice")).await;
     let session = session_of("p", botfleet::memory::SessionKind::Routine, "errand");
-    run_started(&host, &session).await;
+    // a run of alice's ended (none hangs here: `run_started` waited for a
+    // running turn, which a run answered at once may end before a poll
+    // sees; flaky, 2026-12-07)
+    entries_when(&host.client(), &session, |es| {
+        es.iter().any(|e| e["kind"] == "turn_end")
+    })
+    .await;
     let host = to_bob(host, None, &["SendMessage", "Task", "CheckSubagent"], "").await;
     errand(&host, BOB_TOKEN, Some("ERRAND of bob")).await;
     let bob = botfleet::client::Client::new(&host.url, BOB_TOKEN).unwrap();
