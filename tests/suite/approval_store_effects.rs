@@ -22,15 +22,18 @@ use super::review::approve_while_the_turn_thinks;
 
 /// x tells y a key (review asks about it), tries it again a few seconds
 /// later (the test approves meanwhile), and once more when told of the
-/// approval; y only takes note.
+/// approval; y only acknowledges it. (y's silence now wakes x with word
+/// that no answer comes, and its "noted" wakes x too: x's turn over the
+/// approval may take y's answer with it, the newer input, so that
+/// answer's rule is the approval's.)
 const SCRIPT: &str = r#"
 [[rule]]
 bot = "y"
-steps = [ { text = "noted" } ]
+steps = [ { tool = "SendMessage", args = { text = "noted" } } ]
 
 [[rule]]
 bot = "x"
-match = "approved approval"
+match = "approved approval|Message from bot `y`"
 steps = [
   { tool = "SendToAgent", args = { agent = "y", text = "the deploy key is AKIAABCDEFGHIJKLMNOP" } },
   { tool = "SendMessage", args = { text = "after the approval: {{tool_result}}" } },
