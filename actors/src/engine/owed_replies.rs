@@ -39,6 +39,7 @@ impl Runner {
     /// The bots that wrote this turn a message owed a reply and got none:
     /// no SendToAgent to them, no SendMessage in this bot's conversation
     /// with them (which goes to them).
+    ///
     /// A turn that asked a third bot or a subagent waits for its answer,
     /// as a turn owing a person does (`asked.rs`): the answer may come in
     /// the turn it wakes, so nothing is owed yet (a bot handing the
