@@ -293,7 +293,7 @@ impl Runner {
             });
         }
         self.agent_reply_reminder_due()
-            .map(|bots| Reminder::AgentReply { bots })
+            .map(|bot| Reminder::AgentReply { bot: bot.clone() })
     }
 
     /// Injects `reminder` (its flag goes into the checkpoint with it, so a
@@ -314,11 +314,13 @@ impl Runner {
                         .render(&[("asked", &asked)]),
                 )
             }
-            Reminder::AgentReply { bots } => {
+            Reminder::AgentReply { bot } => {
                 self.state.agent_reminded = true;
                 (
                     "agent_reply",
-                    prompts().agent_reply_reminder.render(&[("bots", bots)]),
+                    prompts()
+                        .agent_reply_reminder
+                        .render(&[("bot", bot.as_str())]),
                 )
             }
             Reminder::WrittenCall { tool } => {
@@ -424,11 +426,11 @@ pub(super) enum Reminder {
     /// The same, when the turn asked other bots or subagents for what the
     /// answer needs (`asked.rs`; prompts/delivery_reminder_awaiting.md).
     Awaiting,
-    /// Bots that wrote the turn a message owed a reply got none
+    /// The bot that wrote the turn a message owed a reply got none
     /// (prompts/agent_reply_reminder.md, `owed_replies.rs`).
     AgentReply {
-        /// The bots, as the reminder names them.
-        bots: String,
+        /// That bot.
+        bot: botfleet_memory::BotId,
     },
     /// The step wrote a call to the turn's tool `tool` as text
     /// (prompts/written_call_reminder.md).

@@ -36,55 +36,33 @@ use crate::tools::ReplyTo;
 const HANDED_ON_SCAN: i64 = 200;
 
 impl Runner {
-    /// The bots that wrote this turn a message owed a reply and got none:
-    /// no SendToAgent to them, no SendMessage in this bot's conversation
-    /// with them (which goes to them).
+    /// The other bot of this conversation, when it wrote this turn a
+    /// message owed a reply and got none: no SendToAgent to it, no
+    /// SendMessage here (which goes to it). A message owed a reply lands
+    /// only in its sender's conversation with this bot, so that bot is the
+    /// one a turn can owe.
     ///
     /// A turn that asked a third bot or a subagent waits for its answer,
     /// as a turn owing a person does (`asked.rs`): the answer may come in
     /// the turn it wakes, so nothing is owed yet (a bot handing the
     /// question on down a chain was reminded to answer it at once).
-    pub(super) fn replies_owed(&self) -> Vec<&BotId> {
-        let key = &self.scope.session.key;
-        let mut owed: Vec<&BotId> = Vec::new();
-        // asked anyone but the bots it owes: a question handed on (to a
-        // bot whose answer woke it too: a chain's next link)
-        let asked_others = self.state.asked.iter().any(|a| {
-            !self
-                .scope
-                .reply_to
-                .iter()
-                .any(|r| r.owed && r.bot.as_str() == a.as_str())
-        });
-        if asked_others {
-            return owed;
+    pub(super) fn reply_owed(&self) -> Option<&BotId> {
+        let owed = &self.scope.reply_to.iter().find(|r| r.owed)?.bot;
+        // anything asked of another: a question handed on (to a bot whose
+        // answer woke it too: a chain's next link); of it: an answer
+        if !self.state.asked.is_empty() || self.state.delivered > 0 {
+            return None;
         }
-        for r in self.scope.reply_to.iter().filter(|r| r.owed) {
-            let sent = self.state.asked.iter().any(|a| a == r.bot.as_str())
-                || (key.kind == SessionKind::Agent
-                    && key.peer == r.bot.as_str()
-                    && self.state.delivered > 0);
-            if !sent && !owed.contains(&&r.bot) {
-                owed.push(&r.bot);
-            }
-        }
-        owed
+        Some(owed)
     }
 
-    /// The bots to name in the turn's reminder to answer them, once a
-    /// turn and while its hop budget lets it answer at all.
-    pub(super) fn agent_reply_reminder_due(&self) -> Option<String> {
+    /// The bot to name in the turn's reminder to answer it, once a turn
+    /// and while its hop budget lets it answer at all.
+    pub(super) fn agent_reply_reminder_due(&self) -> Option<&BotId> {
         if self.state.agent_reminded || self.scope.hop >= self.rt.settings.max_hops {
             return None;
         }
-        let owed = self.replies_owed();
-        let (last, rest) = owed.split_last()?;
-        Some(if rest.is_empty() {
-            last.to_string()
-        } else {
-            let rest: Vec<&str> = rest.iter().map(|b| b.as_str()).collect();
-            format!("{} and {last}", rest.join(", "))
-        })
+        self.reply_owed()
     }
 
     /// The question the other bot of this conversation asked that this
@@ -168,8 +146,8 @@ impl Runner {
         Ok(())
     }
 
-    /// The events that tell each bot still owed a reply as the turn ends
-    /// that none is coming: one per asker and conversation it asked from,
+    /// The events that tell the bot still owed a reply as the turn ends
+    /// that none is coming: one per conversation it asked from,
     /// for its newest message among the inputs (or the question handed
     /// on). Reads the inputs only when a reply is owed.
     /// Also when the turn's hop budget is spent (it could not answer, and
@@ -178,17 +156,16 @@ impl Runner {
     /// good). The event, a hop past the budget, wakes the asker to tell its
     /// person; a message it sends a bot is refused.
     pub(super) async fn no_reply_notices(&self) -> Result<Vec<Mutation>, StoreError> {
-        let owed: Vec<BotId> = self.replies_owed().into_iter().cloned().collect();
-        if owed.is_empty() {
+        let Some(owed) = self.reply_owed().cloned() else {
             return Ok(Vec::new());
-        }
+        };
         let mut questions: Vec<Entry> = self
             .unanswered_questions()
             .await?
             .into_iter()
             .filter(|q| {
                 matches!(&q.kind, EntryKind::AgentMessage { from, answers: false, .. }
-                    if owed.contains(from))
+                    if *from == owed)
             })
             .collect();
         if let Some(Some(handed_on)) = &self.handed_on {
