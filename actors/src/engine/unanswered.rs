@@ -62,17 +62,14 @@ pub(crate) async fn owner_changed_notice(
     question: &Entry,
     turn: botfleet_memory::TurnId,
 ) -> Result<Option<AdmitRequest>, StoreError> {
-    let Some(asked) = Asked::of(store, answerer, question).await? else {
-        return Ok(None);
-    };
-    // the asker that fleet.toml moved itself wrote for its former owner,
-    // whose conversation it asked from is theirs, closed to it: nothing
-    // to tell it (nor its new owner) there
-    if asked.asker.owner == answerer.owner || !asked.where_asked {
-        return Ok(None);
-    }
-    Ok(Some(asked.event(
+    notice(
+        store,
         answerer,
+        question,
+        // the asker that fleet.toml moved itself wrote for its former
+        // owner, whose conversation it asked from is theirs, closed to it:
+        // nothing to tell it (nor its new owner) there
+        |asked| asked.asker.owner != answerer.owner && asked.where_asked,
         &prompts().agent_owner_changed_unanswered,
         Mark {
             origin: OWNER_CHANGED_ORIGIN,
@@ -80,7 +77,8 @@ pub(crate) async fn owner_changed_notice(
             nonce: "owner_changed",
             when: turn.to_string(),
         },
-    )))
+    )
+    .await
 }
 
 /// The origin of the event for a bot whose message another's turn ended
@@ -99,14 +97,11 @@ pub(crate) async fn no_reply_notice(
     question: &Entry,
     turn: botfleet_memory::TurnId,
 ) -> Result<Option<AdmitRequest>, StoreError> {
-    let Some(asked) = Asked::of(store, answerer, question).await? else {
-        return Ok(None);
-    };
-    if asked.asker.owner != answerer.owner {
-        return Ok(None);
-    }
-    Ok(Some(asked.event(
+    notice(
+        store,
         answerer,
+        question,
+        |asked| asked.asker.owner == answerer.owner,
         &prompts().agent_no_reply,
         Mark {
             origin: NO_REPLY_ORIGIN,
@@ -114,7 +109,25 @@ pub(crate) async fn no_reply_notice(
             nonce: "no_reply",
             when: turn.to_string(),
         },
-    )))
+    )
+    .await
+}
+
+/// The event (in the words of `template`, told apart by `mark`) to the
+/// bot that wrote `question` to `answerer`, when `tell` takes the asking:
+/// `None` for any other entry, and for a sender that is gone or removed.
+async fn notice(
+    store: &Store,
+    answerer: &BotRecord,
+    question: &Entry,
+    tell: impl FnOnce(&Asked<'_>) -> bool,
+    template: &Template,
+    mark: Mark,
+) -> Result<Option<AdmitRequest>, StoreError> {
+    Ok(Asked::of(store, answerer, question)
+        .await?
+        .filter(|asked| tell(asked))
+        .map(|asked| asked.event(answerer, template, mark)))
 }
 
 /// What tells one notice from another: its origin (before the bot's id),
@@ -252,19 +265,16 @@ pub(crate) async fn removal_notice(
     question: &Entry,
     how: Removal,
 ) -> Result<Option<AdmitRequest>, StoreError> {
-    let Some(asked) = Asked::of(store, removed, question).await? else {
-        return Ok(None);
-    };
-    // bots message only their owner's bots
-    if asked.asker.owner != removed.owner {
-        return Ok(None);
-    }
     let prompt = match how {
         Removal::ByOwner => &prompts().agent_removed_unanswered,
         Removal::FromConfig => &prompts().agent_removed_from_config_unanswered,
     };
-    Ok(Some(asked.event(
+    notice(
+        store,
         removed,
+        question,
+        // bots message only their owner's bots
+        |asked| asked.asker.owner == removed.owner,
         prompt,
         Mark {
             origin: ORIGIN,
@@ -272,7 +282,8 @@ pub(crate) async fn removal_notice(
             nonce: "removed",
             when: removed.removed_at().unwrap_or_default().to_string(),
         },
-    )))
+    )
+    .await
 }
 
 /// Of `entries`, the messages of bots that `keep` takes, to be told about:
