@@ -69,6 +69,17 @@ async fn start(script: &str) -> TestHost {
         .await
 }
 
+/// R asks B alone and tells its person it will report back.
+const R_ASKS_B: &str = r#"
+[[rule]]
+bot = "r"
+match = "^ask"
+steps = [ { calls = [
+  { tool = "SendToAgent", args = { agent = "b", text = "what is B?" } },
+  { tool = "SendMessage", args = { text = "I asked B; I will report back." } },
+] } ]
+"#;
+
 /// B's conversation with R, on B's side.
 fn b_with_r() -> String {
     SessionKey {
@@ -176,15 +187,9 @@ async fn the_asker_hears_when_a_bot_still_does_not_answer() {
 /// question is still owed there.
 #[tokio::test]
 async fn a_question_handed_on_is_still_owed_when_the_answer_comes_back() {
-    let script = r#"
-[[rule]]
-bot = "r"
-match = "^ask"
-steps = [ { calls = [
-  { tool = "SendToAgent", args = { agent = "b", text = "what is B?" } },
-  { tool = "SendMessage", args = { text = "I asked B; I will report back." } },
-] } ]
-
+    let script = format!(
+        "{R_ASKS_B}{}",
+        r#"
 [[rule]]
 bot = "r"
 match = "Message from bot"
@@ -209,9 +214,10 @@ steps = [ { text = "B is 2, q says" } ]
 bot = "q"
 match = "what is B really"
 steps = [ { tool = "SendMessage", args = { text = "B is 2" } } ]
-"#;
+"#
+    );
     let host = TestFleet::new()
-        .script("s", script)
+        .script("s", &script)
         .bot("r", "s", ALL)
         .bot("b", "s", ALL)
         .bot("q", "s", ALL)
@@ -239,15 +245,9 @@ steps = [ { tool = "SendMessage", args = { text = "B is 2" } } ]
 /// after they had their answer. A reply to an answer is owed nothing.
 #[tokio::test]
 async fn a_thank_you_for_an_answer_is_owed_nothing() {
-    let script = r#"
-[[rule]]
-bot = "r"
-match = "^ask"
-steps = [ { calls = [
-  { tool = "SendToAgent", args = { agent = "b", text = "what is B?" } },
-  { tool = "SendMessage", args = { text = "I asked B; I will report back." } },
-] } ]
-
+    let script = format!(
+        "{R_ASKS_B}{}",
+        r#"
 [[rule]]
 bot = "r"
 match = "without answering it"
@@ -270,9 +270,10 @@ steps = [ { tool = "SendToAgent", args = { agent = "r", text = "B is 2" } } ]
 bot = "b"
 match = "thanks"
 steps = [ { text = "nothing to say" } ]
-"#;
+"#
+    );
     let host = TestFleet::new()
-        .script("s", script)
+        .script("s", &script)
         .bot("r", "s", ALL)
         .bot("b", "s", ALL)
         .start()

@@ -31,6 +31,17 @@ use crate::store::MutationResult;
 use crate::store::Store;
 use crate::store::StoreOptions;
 
+/// A store in `dir` on a clock the test moves.
+fn clocked_store(dir: &std::path::Path) -> (Store, ManualClock) {
+    let clock = ManualClock::new(chrono::Utc::now());
+    let store = Store::open(StoreOptions {
+        clock: Arc::new(clock.clone()),
+        ..StoreOptions::new(dir.join("fleet.db"))
+    })
+    .unwrap();
+    (store, clock)
+}
+
 pub(super) fn bot(id: &str, owner: &str, origin: &str) -> BotRecord {
     BotRecord {
         id: BotId::new(id).unwrap(),
@@ -131,12 +142,7 @@ async fn owner_of(store: &Store, id: ApprovalId) -> String {
 #[tokio::test]
 async fn a_new_owner_takes_the_pending_approvals_and_the_subagents_along() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(chrono::Utc::now());
-    let store = Store::open(StoreOptions {
-        clock: Arc::new(clock.clone()),
-        ..StoreOptions::new(dir.path().join("fleet.db"))
-    })
-    .unwrap();
+    let (store, clock) = clocked_store(dir.path());
     let work = session("p", SessionKind::Agent, "b", "alice");
     let alices_dm = session("p", SessionKind::Dm, "alice", "alice");
     let carols_dm = session("p", SessionKind::Dm, "carol", "carol");
@@ -298,12 +304,7 @@ async fn sharing(store: &Store, ids: &[&str]) -> Vec<(String, bool, i64)> {
 #[tokio::test]
 async fn a_rooms_sharing_follows_its_members_owners() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(chrono::Utc::now());
-    let store = Store::open(StoreOptions {
-        clock: Arc::new(clock.clone()),
-        ..StoreOptions::new(dir.path().join("fleet.db"))
-    })
-    .unwrap();
+    let (store, clock) = clocked_store(dir.path());
     let dm = session("p", SessionKind::Dm, "alice", "alice");
     // a room's record carries its times (the API's clock)
     let room = |id: &str, members: &[&str], shared| RoomRecord {
@@ -408,12 +409,7 @@ async fn a_rooms_sharing_follows_its_members_owners() {
 #[tokio::test]
 async fn an_approval_an_owner_change_expired_follows_its_session_back() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(chrono::Utc::now());
-    let store = Store::open(StoreOptions {
-        clock: Arc::new(clock.clone()),
-        ..StoreOptions::new(dir.path().join("fleet.db"))
-    })
-    .unwrap();
+    let (store, clock) = clocked_store(dir.path());
     let alices_dm = session("p", SessionKind::Dm, "alice", "alice");
     let task = session("p.sub-1", SessionKind::Subagent, "p", "alice");
     store

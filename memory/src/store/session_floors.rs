@@ -83,15 +83,7 @@ pub(crate) fn floors_of_bot(
          JOIN sessions s ON s.id = f.session_id
          WHERE f.user_id = ?1 AND s.bot_id = ?2",
     )?;
-    let rows = stmt.query_map(params![user.as_str(), bot.as_str()], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (session, from) = row?;
-        out.push((session.parse()?, from));
-    }
-    Ok(out)
+    session_seqs(&mut stmt, params![user.as_str(), bot.as_str()])
 }
 
 /// Every session `user` reads from a later seq than its start, with that
@@ -100,7 +92,15 @@ pub(crate) fn floors(conn: &Connection, user: &UserId) -> Result<Vec<(SessionId,
     let mut stmt = conn.prepare_cached(
         "SELECT session_id, from_seq FROM session_floors WHERE user_id = ?1 ORDER BY session_id",
     )?;
-    let rows = stmt.query_map(params![user.as_str()], |r| {
+    session_seqs(&mut stmt, params![user.as_str()])
+}
+
+/// The (session, seq) rows `stmt` answers for `params`.
+fn session_seqs(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    params: impl rusqlite::Params,
+) -> Result<Vec<(SessionId, i64)>> {
+    let rows = stmt.query_map(params, |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
     })?;
     let mut out = Vec::new();
