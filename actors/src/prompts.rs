@@ -461,6 +461,9 @@ prompts! {
     /// The same for a Task refused: start a subagent for its task (the
     /// subagent was never made, so no id is named).
     chain_cut_task => "chain_cut_task.md",
+    /// The same for a bot that, at the hop budget's last hop, ended its
+    /// turn without answering the bot that asked it (`{{to}}`).
+    chain_cut_answer => "chain_cut_answer.md",
     /// A compaction summary, as the model sees it.
     summary => "summary.md",
     /// The compaction call's instructions.

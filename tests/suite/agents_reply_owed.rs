@@ -4,7 +4,9 @@
 //! answer is coming, and can tell its person. An answer is owed nothing
 //! back (a thank-you too); a question handed on to a third bot is owed
 //! when its answer comes back; at the hop budget's last hop the asker is
-//! told without a reminder. (QA: B's "B is 2" stayed its private note; R, which told the
+//! told without a reminder, or, when it asked from a conversation with a
+//! bot (where all it could do is refused), the person who started the
+//! chain. (QA: B's "B is 2" stayed its private note; R, which told the
 //! person it would answer once the replies came, and the person waited
 //! for good.)
 
@@ -342,5 +344,134 @@ async fn a_bot_that_cannot_answer_within_the_hop_budget_leaves_word_of_it() {
     );
     // b was not reminded: it could not send one more
     assert!(reminders(&host.entries(&b_with_r()).await).is_empty());
+    host.shutdown().await;
+}
+
+/// r, in alice's conversation, asks a, which hands the question on to b at
+/// the hop budget's last hop (`max_hops = 2`); b's rule is `b_rule`.
+async fn chain_to_the_last_hop(b_rule: &str) -> (TestHost, String) {
+    let script = format!(
+        r#"
+[[rule]]
+bot = "r"
+match = "^ask"
+steps = [ {{ calls = [
+  {{ tool = "SendToAgent", args = {{ agent = "a", text = "ask b what B is" }} }},
+  {{ tool = "SendMessage", args = {{ text = "I asked a; I will report back." }} }},
+] }} ]
+
+[[rule]]
+bot = "a"
+match = "ask b"
+steps = [ {{ tool = "SendToAgent", args = {{ agent = "b", text = "what is B?" }} }} ]
+
+[[rule]]
+bot = "a"
+steps = [ {{ tool = "SendMessage", args = {{ text = "A WOKEN: {{{{inputs}}}}" }} }} ]
+{b_rule}
+"#
+    );
+    let host = TestFleet::new()
+        .script("s", &script)
+        .bot("r", "s", ALL)
+        .bot("a", "s", ALL)
+        .bot("b", "s", ALL)
+        .runtime("max_hops = 2\nextract_memory = false")
+        .start()
+        .await;
+    let (status, sent) = host.send("r", "ask a", None).await;
+    assert_eq!(status, 202, "{sent}");
+    (host, sent["session"].as_str().unwrap().to_owned())
+}
+
+/// The `hop_budget` notices in alice's conversation with r, once b's turn
+/// has ended and one is there.
+async fn budget_notices(host: &TestHost, dm: &str) -> Vec<String> {
+    host.wait_get("/v1/bots/b/turns", |v| {
+        let turns = v["turns"].as_array()?;
+        (turns.len() == 1 && turns[0]["status"] == "completed").then_some(json!(true))
+    })
+    .await;
+    let es = host
+        .wait_for(dm, |es| {
+            es.iter()
+                .any(|e| e["kind"] == "notice" && e["code"] == "hop_budget")
+                .then(|| json!(es))
+        })
+        .await;
+    es.as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "notice" && e["code"] == "hop_budget")
+        .map(|e| e["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// The events that would wake a in its conversation with r, where it
+/// asked b: written with b's turn's end, so there once that turn ended.
+async fn no_reply_events_for_a(host: &TestHost) -> Vec<Value> {
+    let a_with_r = SessionKey {
+        bot: BotId::new("a").unwrap(),
+        kind: SessionKind::Agent,
+        peer: "r".into(),
+    }
+    .id()
+    .to_string();
+    host.entries(&a_with_r)
+        .await
+        .into_iter()
+        .filter(|e| e["origin"] == "bot_no_reply:b")
+        .collect()
+}
+
+/// Regression (agent-load: every chain's bot before the last had its send
+/// refused twice): at the hop budget's last hop, b ends without answering
+/// a, which asked from its conversation with r, where every message it
+/// sends is refused past the budget. a is not woken to no end; alice, whose
+/// message started the chain, gets the hop budget's notice instead.
+#[tokio::test]
+async fn a_silence_at_the_last_hop_between_bots_is_told_to_the_person() {
+    let (host, dm) = chain_to_the_last_hop(
+        r#"
+[[rule]]
+bot = "b"
+match = "what is B"
+steps = [ { text = "B is 2" } ]
+"#,
+    )
+    .await;
+    let notices = budget_notices(&host, &dm).await;
+    assert_eq!(notices.len(), 1, "{notices:#?}");
+    assert!(
+        notices[0].contains("b could not answer a"),
+        "{}",
+        notices[0]
+    );
+    // nothing wakes a, which could only have its own message refused
+    assert_eq!(no_reply_events_for_a(&host).await, Vec::<Value>::new());
+    host.shutdown().await;
+}
+
+/// The same when b tried to answer and was refused: the refusal's notice
+/// is the one alice gets, and a is not woken either.
+#[tokio::test]
+async fn a_refused_answer_at_the_last_hop_is_told_to_the_person_once() {
+    let (host, dm) = chain_to_the_last_hop(
+        r#"
+[[rule]]
+bot = "b"
+match = "what is B"
+steps = [ { tool = "SendToAgent", args = { agent = "r", text = "B is 2" } } ]
+"#,
+    )
+    .await;
+    let notices = budget_notices(&host, &dm).await;
+    assert_eq!(notices.len(), 1, "{notices:#?}");
+    assert!(
+        notices[0].contains("b could not send one more to r"),
+        "{}",
+        notices[0]
+    );
+    assert_eq!(no_reply_events_for_a(&host).await, Vec::<Value>::new());
     host.shutdown().await;
 }

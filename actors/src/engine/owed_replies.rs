@@ -30,6 +30,7 @@ use botfleet_memory::StoreError;
 use super::Runner;
 use crate::engine::unanswered::no_reply_notice;
 use crate::tools::ReplyTo;
+use crate::tools::unanswered_at_budget;
 
 /// How many of the conversation's newest entries are looked through for
 /// a question handed on ([`Runner::note_question_handed_on`]).
@@ -153,8 +154,10 @@ impl Runner {
     /// Also when the turn's hop budget is spent (it could not answer, and
     /// was not reminded): nobody else tells the asker, and the hop budget's
     /// notice only comes of a refused send (review: the person waited for
-    /// good). The event, a hop past the budget, wakes the asker to tell its
-    /// person; a message it sends a bot is refused.
+    /// good). The event, a hop past the budget, wakes an asker that can
+    /// tell its person; one that asked from a conversation with a bot
+    /// could only have its message refused, so the chain's person gets the
+    /// hop budget's notice instead (once per chain: none after a refusal's).
     pub(super) async fn no_reply_notices(&self) -> Result<Vec<Mutation>, StoreError> {
         let Some(owed) = self.reply_owed().cloned() else {
             return Ok(Vec::new());
@@ -171,13 +174,17 @@ impl Runner {
         if let Some(Some(handed_on)) = &self.handed_on {
             questions.push(handed_on.clone());
         }
+        let spent = self.scope.hop >= self.rt.settings.max_hops;
         let mut out = Vec::new();
+        let mut stranded = false;
         for question in questions {
-            if let Some(req) =
-                no_reply_notice(&self.rt.store, &self.bot, &question, self.turn).await?
-            {
-                out.push(Mutation::Admit(Box::new(req)));
+            match no_reply_notice(&self.rt.store, &self.bot, &question, self.turn, spent).await? {
+                Some(req) => out.push(Mutation::Admit(Box::new(req))),
+                None => stranded = spent,
             }
+        }
+        if stranded {
+            out.extend(unanswered_at_budget(&self.tool_ctx(""), &owed).await?);
         }
         Ok(out)
     }

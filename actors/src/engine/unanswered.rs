@@ -91,17 +91,28 @@ const NO_REPLY_ORIGIN: &str = "bot_no_reply:";
 /// for a sender that is gone, removed, or another user's. One per turn and
 /// asking conversation: the nonce names both, so a resumed turn's end
 /// sends it once.
+///
+/// When `answerer`'s hop budget is spent (`budget_spent`), `None` too for
+/// an asker that could not act on the event: in a conversation with a bot
+/// (or a room), every message it sends there is refused past the budget
+/// (agent-load: each chain's bot before the last had its send refused once
+/// more); the chain's person is told instead (`owed_replies.rs`).
 pub(crate) async fn no_reply_notice(
     store: &Store,
     answerer: &BotRecord,
     question: &Entry,
     turn: botfleet_memory::TurnId,
+    budget_spent: bool,
 ) -> Result<Option<AdmitRequest>, StoreError> {
     notice(
         store,
         answerer,
         question,
-        |asked| asked.asker.owner == answerer.owner,
+        |asked| {
+            asked.asker.owner == answerer.owner
+                && !(budget_spent
+                    && matches!(asked.key.kind, SessionKind::Agent | SessionKind::Room))
+        },
         &prompts().agent_no_reply,
         Mark {
             origin: NO_REPLY_ORIGIN,

@@ -169,6 +169,27 @@ pub(crate) async fn answer_budget_spent(
     cut_by_hops(ctx, to, cut, what, instead).await
 }
 
+/// The writes that tell the person whose message started the chain that
+/// it was cut off where this bot, at the hop budget's last hop, ended its
+/// turn without answering `asker`, which could not act on word of it
+/// (its every message to a bot is refused past the budget): nothing sent
+/// was refused, so no refusal told them (agent-load: the asker, woken in
+/// its conversation with a bot, only had its own send refused). Once per
+/// chain, as a refusal's notice.
+pub(crate) async fn unanswered_at_budget(
+    ctx: &ToolContext<'_>,
+    asker: &BotId,
+) -> Result<Vec<Mutation>, StoreError> {
+    if ctx.scope.hop == 0 {
+        return Ok(Vec::new());
+    }
+    let what = prompts()
+        .chain_cut_answer
+        .render(&[("to", asker.as_str())])
+        .unwrap_or_default();
+    notice_writes(ctx, &what, CutBy::Hops, true).await
+}
+
 /// The bound of `runtime.max_chain_messages` on a call of `tool` that
 /// would send `cut` to `to`, for the writer to check as the call's
 /// outcome commits (the chain's messages between bots, counted by the

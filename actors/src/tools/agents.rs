@@ -56,6 +56,7 @@ pub(crate) use hops::Cut;
 pub(crate) use hops::answer_budget_spent;
 pub(crate) use hops::chain_limit;
 pub(crate) use hops::hop_budget_spent;
+pub(crate) use hops::unanswered_at_budget;
 
 /// A message to another bot (SendToAgent, SendMessage to a bot).
 #[path = "agent_messages.rs"]

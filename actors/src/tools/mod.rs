@@ -46,6 +46,7 @@ pub use agents::SendToAgent;
 pub use agents::UpdateAgent;
 pub(crate) use agents::recipient_in;
 pub use agents::subagent_shaped;
+pub(crate) use agents::unanswered_at_budget;
 pub use delivery::ReactToMessage;
 pub use delivery::SendMessage;
 pub use files::Edit;
