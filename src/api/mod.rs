@@ -169,12 +169,15 @@ async fn while_running(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     if stop.is_cancelled() {
+        // expected while the host stops, which it logs itself: not an
+        // error of the host's (QA: logged at ERROR)
+        tracing::debug!(path = %request.uri().path(), "request refused: the host is stopping");
         let mut refused = ApiError::Unavailable(
             "the host is stopping; send the request again once it is back (a message with \
              the same Idempotency-Key is not admitted twice)"
                 .into(),
         )
-        .into_response();
+        .unlogged_response();
         mark_answer(&mut refused);
         return refused;
     }
@@ -453,3 +456,7 @@ pub(crate) fn dm_of(bot: &BotId, user: &AuthUser) -> botfleet_memory::SessionId 
     }
     .id()
 }
+
+#[cfg(test)]
+#[path = "stopping_tests.rs"]
+mod stopping_tests;
