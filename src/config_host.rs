@@ -84,6 +84,16 @@ pub struct HostConfig {
         deserialize_with = "super::numbers::positive_u32"
     )]
     pub unknown_tokens_per_minute: u32,
+    /// Most bytes of request bodies one user may have arriving at once
+    /// (each counted by its declared length, or `max_body_bytes` when it
+    /// declares none): every body arriving is held in memory until it
+    /// ends. Past it the API answers `429 rate_limited` with
+    /// `Retry-After`, the body unread. At least `max_body_bytes`.
+    #[serde(
+        default = "default_body_bytes_per_user",
+        deserialize_with = "super::numbers::at_least_usize::<{ super::limits::MIN_BODY_BYTES as u64 }, _>"
+    )]
+    pub body_bytes_per_user: usize,
 }
 
 fn default_data_dir() -> PathBuf {
@@ -116,6 +126,9 @@ fn default_user_messages_per_minute() -> u32 {
 fn default_unknown_tokens_per_minute() -> u32 {
     30
 }
+fn default_body_bytes_per_user() -> usize {
+    8 * 1024 * 1024
+}
 
 impl Default for HostConfig {
     fn default() -> Self {
@@ -132,6 +145,7 @@ impl Default for HostConfig {
             max_streams_per_user: default_max_streams_per_user(),
             user_messages_per_minute: default_user_messages_per_minute(),
             unknown_tokens_per_minute: default_unknown_tokens_per_minute(),
+            body_bytes_per_user: default_body_bytes_per_user(),
         }
     }
 }

@@ -232,6 +232,16 @@ impl LoadedFleet {
                 format!("must be at least {MIN_BODY_BYTES}"),
             ));
         }
+        if h.body_bytes_per_user < h.max_body_bytes {
+            return Err(self.invalid(
+                "host.body_bytes_per_user",
+                format!(
+                    "is {} but must be at least host.max_body_bytes ({}): a body that large \
+                     could never arrive",
+                    h.body_bytes_per_user, h.max_body_bytes
+                ),
+            ));
+        }
         if h.max_text_chars < MIN_TEXT_CHARS {
             return Err(self.invalid(
                 "host.max_text_chars",

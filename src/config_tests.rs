@@ -266,6 +266,32 @@ fn a_hook_without_a_payload_limit_fits_a_small_body_limit() {
     );
 }
 
+/// A user's budget of bodies arriving must hold one body of the largest
+/// size, or such a message could never arrive.
+#[test]
+fn a_body_budget_below_the_body_limit_is_refused() {
+    let host = |lines: &str| {
+        ISSUE_EXAMPLE.replace(
+            "listen = \"127.0.0.1:7878\"",
+            &format!("listen = \"127.0.0.1:7878\"\n{lines}"),
+        )
+    };
+    let e = err(&host("max_body_bytes = 8192\nbody_bytes_per_user = 4096"));
+    assert!(
+        e.contains("host.body_bytes_per_user") && e.contains("at least host.max_body_bytes (8192)"),
+        "{e}"
+    );
+    let f = LoadedFleet::parse(
+        &host("max_body_bytes = 8192\nbody_bytes_per_user = 8192"),
+        "fleet.toml",
+        None,
+    )
+    .unwrap();
+    assert_eq!(f.file.host.body_bytes_per_user, 8192);
+    let f = LoadedFleet::parse(ISSUE_EXAMPLE, "fleet.toml", None).unwrap();
+    assert_eq!(f.file.host.body_bytes_per_user, 8 << 20);
+}
+
 #[test]
 fn a_secret_value_with_a_nul_byte_is_refused() {
     let e = err(&format!(
@@ -528,6 +554,12 @@ fn a_negative_is_told_the_keys_least_value() {
     let cases = [
         ("runtime", "context_entries", "4 or more", "at least 4"),
         ("host", "max_body_bytes", "1024 or more", "at least 1024"),
+        (
+            "host",
+            "body_bytes_per_user",
+            "1024 or more",
+            "at least host.max_body_bytes",
+        ),
         ("host", "max_text_chars", "100 or more", "at least 100"),
         (
             "host",

@@ -428,6 +428,7 @@ pub async fn start(opts: HostOptions) -> anyhow::Result<RunningHost> {
             ),
             messages: api::MessageRate::new(f.host.user_messages_per_minute),
             guesses: api::TokenGuesses::new(f.host.unknown_tokens_per_minute),
+            bodies: api::BodyBudget::new(f.host.body_bytes_per_user, f.host.max_body_bytes),
         },
         scheduler: scheduler.clone(),
         hooks: api::Hooks::new(hooks),

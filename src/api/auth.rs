@@ -91,6 +91,19 @@ impl FromRequestParts<ApiState> for AuthUser {
     }
 }
 
+/// The user whose token `headers` carry, if one does (`None` for a
+/// request authentication refuses).
+pub(super) fn bearer_user<'a>(
+    headers: &axum::http::HeaderMap,
+    tokens: &'a Tokens,
+) -> Option<&'a UserId> {
+    let value = single_header(headers, "Authorization")
+        .ok()??
+        .to_str()
+        .ok()?;
+    tokens.user(bearer_token(value)?)
+}
+
 /// The token of an `Authorization` value `Bearer <token>`. The scheme is
 /// case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` work too.
 fn bearer_token(value: &str) -> Option<&str> {

@@ -3,6 +3,7 @@
 
 mod approvals;
 mod auth;
+mod body_budget;
 mod bots;
 mod error;
 mod event_slots;
@@ -31,6 +32,7 @@ use botfleet_memory::BotRecord;
 
 pub use auth::AuthUser;
 pub use auth::Tokens;
+pub use body_budget::BodyBudget;
 pub use error::ApiError;
 pub use event_slots::EventStreams;
 pub(crate) use extract::KEY_RULE;
@@ -60,6 +62,9 @@ pub struct ApiLimits {
     /// (`host.unknown_tokens_per_minute`), shared by every clone of the
     /// state.
     pub guesses: TokenGuesses,
+    /// Each user's bytes of request bodies arriving at once
+    /// (`host.body_bytes_per_user`), shared by every clone of the state.
+    pub bodies: BodyBudget,
 }
 
 /// What every handler shares.
@@ -117,6 +122,10 @@ pub fn router(state: ApiState) -> Router {
             ))
         })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            body_budget::limit_bodies,
+        ))
         .layer(axum::middleware::map_response(api_headers))
         .with_state(state)
 }

@@ -102,6 +102,7 @@ impl Clocked {
                 streams: api::EventStreams::for_host(16, 512),
                 messages: api::MessageRate::new(600),
                 guesses: api::TokenGuesses::new(30),
+                bodies: api::BodyBudget::new(8 << 20, 1 << 20),
             },
             scheduler,
             hooks: api::Hooks::new(Vec::new()),

@@ -29,6 +29,7 @@ mod approval_used_early;
 mod approvals;
 mod backup_restore;
 mod batching;
+mod body_budget;
 mod bot_contexts;
 mod bot_list_live;
 mod bot_list_subagents;
