@@ -195,6 +195,10 @@ prompts! {
     written_call_reminder => "written_call_reminder.md",
     /// Result of a call cut off by a crash.
     outcome_unknown => "outcome_unknown.md",
+    /// The same for a call a clean stop of the host ended (a Shell
+    /// command killed with its process group) before its result was
+    /// recorded.
+    outcome_unknown_stopped => "outcome_unknown_stopped.md",
     /// Result of a call whose result the store refused to record (the
     /// turn resumed after the store's wait, with no restart).
     outcome_unknown_store => "outcome_unknown_store.md",

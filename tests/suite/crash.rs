@@ -228,6 +228,11 @@ steps = [
     let delivered = deliveries(&es);
     assert_eq!(delivered.len(), 1, "{delivered:?}");
     assert!(delivered[0].contains("outcome unknown"), "{delivered:?}");
+    // a crash, not a stop of the host's
+    assert!(
+        delivered[0].contains("the host restarted while `Shell` was running"),
+        "{delivered:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(&started).unwrap(),
         "started\n",

@@ -10,18 +10,42 @@
 
 use std::time::Duration;
 
+use super::crash::turn_ended;
+use super::crash::wait_until;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::deliveries;
 use crate::support::process::HostProcess;
 use crate::support::process::alive;
 use crate::support::process::free_port;
 use crate::support::process::poll;
 use crate::support::process::signal;
 
+/// ... and the turn, resumed at the next start, tells the model the
+/// stop ended the command, not that the host crashed (QA: "the host
+/// restarted while `Shell` was running").
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_clean_stop_kills_a_running_shell_commands_children() {
-    stop_during_a_shell_call("TERM", "stop-key-1").await;
+    let stopped = stop_during_a_shell_call("TERM", "stop-key-1").await;
+    let host = HostProcess::start(&stopped.path, free_port(), &stopped.log).await;
+    let es = wait_until(&host.url, &stopped.session, turn_ended(stopped.seq)).await;
+    let results: Vec<&str> = es
+        .iter()
+        .filter(|e| e["kind"] == "tool_result" && e["name"] == "Shell")
+        .filter_map(|e| e["content"].as_str())
+        .collect();
+    assert_eq!(results.len(), 1, "{es:#?}");
+    assert!(
+        results[0].starts_with(
+            "outcome unknown: the host was stopped while `Shell` was running, and ended it"
+        ),
+        "{}",
+        results[0]
+    );
+    let delivered = deliveries(&es);
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    host.kill9().await;
 }
 
 #[cfg(target_os = "linux")]
@@ -49,9 +73,19 @@ fn hangup_ignored_here() -> bool {
         .is_some_and(|mask| mask & 1 != 0)
 }
 
+/// A host stopped during a turn's Shell call: its fleet, and the message
+/// whose turn the stop cut off.
+struct Stopped {
+    _fleet: TestFleet,
+    path: std::path::PathBuf,
+    log: std::path::PathBuf,
+    session: String,
+    seq: i64,
+}
+
 /// Sends `sig` to a host whose Shell call runs a command with a background
 /// child, and checks the stop: said, clean, the child gone, nothing listed.
-async fn stop_during_a_shell_call(sig: &str, key: &str) {
+async fn stop_during_a_shell_call(sig: &str, key: &str) -> Stopped {
     let script = r#"
 [[rule]]
 steps = [
@@ -68,6 +102,8 @@ steps = [
     let c = botfleet::client::Client::new(&host.url, TOKEN).unwrap();
     let (status, body) = c.send_message("r", "run it", key).await.unwrap();
     assert_eq!(status.as_u16(), 202, "{body}");
+    let session = body["session"].as_str().unwrap().to_owned();
+    let seq = body["seq"].as_i64().unwrap();
 
     // a file signals nothing: poll, bounded
     let child_pid = fleet.path().join("data/workspace/alice/child.pid");
@@ -106,4 +142,11 @@ steps = [
         .map(|d| d.count())
         .unwrap_or(0);
     assert_eq!(listed, 0, "the killed group is taken off the list");
+    Stopped {
+        _fleet: fleet,
+        path,
+        log,
+        session,
+        seq,
+    }
 }

@@ -124,14 +124,10 @@ impl Runner {
             }
         }
         self.count_deliveries().await?;
-        let started: std::collections::HashMap<String, ToolCallStatus> = self
-            .rt
-            .store
-            .tool_calls(self.turn)
-            .await?
-            .into_iter()
-            .map(|c| (c.call_id, c.status))
-            .collect();
+        let calls = self.rt.store.tool_calls(self.turn).await?;
+        self.note_stopped_calls(&calls);
+        let started: std::collections::HashMap<String, ToolCallStatus> =
+            calls.into_iter().map(|c| (c.call_id, c.status)).collect();
         if attempts > self.rt.settings.max_turn_attempts {
             // every start since the turn's last step was cut off by a
             // crash (a clean stop takes its start back, a step resets the
@@ -207,11 +203,9 @@ impl Runner {
             EntryKind::Assistant { tool_calls, .. } => Some(tool_calls.clone()),
             _ => None,
         });
-        let started: std::collections::HashSet<String> = self
-            .rt
-            .store
-            .tool_calls(self.turn)
-            .await?
+        let calls = self.rt.store.tool_calls(self.turn).await?;
+        self.note_stopped_calls(&calls);
+        let started: std::collections::HashSet<String> = calls
             .into_iter()
             .filter(|c| c.status == ToolCallStatus::Started)
             .map(|c| c.call_id)
@@ -247,9 +241,21 @@ impl Runner {
         let p = prompts();
         let template = if self.replaces_start {
             &p.outcome_unknown_store
+        } else if self.stopped_calls.contains(&call.id) {
+            &p.outcome_unknown_stopped
         } else {
             &p.outcome_unknown
         };
         template.render(&[("tool", &call.name)]).unwrap_or_default()
+    }
+
+    /// Notes which of the turn's `calls` a clean stop of the host ended
+    /// without an outcome.
+    fn note_stopped_calls(&mut self, calls: &[botfleet_memory::ToolCallRecord]) {
+        self.stopped_calls = calls
+            .iter()
+            .filter(|c| c.stopped)
+            .map(|c| c.call_id.clone())
+            .collect();
     }
 }

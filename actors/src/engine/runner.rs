@@ -266,6 +266,10 @@ struct Runner {
     first_step: Arc<FirstStep>,
     /// `TurnPlan::replaces_start`.
     replaces_start: bool,
+    /// Calls of a resumed turn's last step that a clean stop of the host
+    /// ended without an outcome (`ToolCallRecord::stopped`): their
+    /// "outcome unknown" says the stop ended them, not a crash.
+    stopped_calls: Vec<String>,
     /// `TurnPlan::floor`.
     floor: Option<i64>,
     soft: CancellationToken,
@@ -356,6 +360,7 @@ impl Runner {
             started_at: plan.started_at,
             first_step: plan.first_step,
             replaces_start: plan.replaces_start,
+            stopped_calls: Vec::new(),
             floor: plan.floor,
             error: None,
         })

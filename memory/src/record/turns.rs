@@ -132,6 +132,12 @@ pub struct ToolCallRecord {
     pub outcome: Option<String>,
     /// Whether the outcome is an error.
     pub is_error: bool,
+    /// A call still `started` that a clean stop of the host ended, with
+    /// no outcome recorded (a Shell command's process group was killed
+    /// with the stop, or its result came after the store closed): its
+    /// outcome is unknown, as after a crash, but the host ended it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 /// Tokens used by model calls.

@@ -183,8 +183,9 @@ const BOT_TURNS_FOR_OWNER: &str = "WHERE bot_id = ?1
 
 pub(crate) fn tool_calls(conn: &Connection, turn: TurnId) -> Result<Vec<ToolCallRecord>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT call_id, ordinal, name, arguments, status, outcome, is_error FROM tool_calls
-         WHERE turn_id = ?1 ORDER BY ordinal",
+        "SELECT call_id, ordinal, name, arguments, status, outcome, is_error,
+                status = 'started' AND ended_at IS NOT NULL
+         FROM tool_calls WHERE turn_id = ?1 ORDER BY ordinal",
     )?;
     let rows = stmt.query_map(params![turn.to_string()], |r| {
         Ok((
@@ -195,11 +196,12 @@ pub(crate) fn tool_calls(conn: &Connection, turn: TurnId) -> Result<Vec<ToolCall
             r.get::<_, String>(4)?,
             r.get::<_, Option<String>>(5)?,
             r.get::<_, bool>(6)?,
+            r.get::<_, bool>(7)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (call_id, ordinal, name, arguments, status, outcome, is_error) = row?;
+        let (call_id, ordinal, name, arguments, status, outcome, is_error, stopped) = row?;
         out.push(ToolCallRecord {
             turn,
             call_id,
@@ -210,6 +212,7 @@ pub(crate) fn tool_calls(conn: &Connection, turn: TurnId) -> Result<Vec<ToolCall
                 .ok_or_else(|| corrupt("tool_calls", format!("status {status}")))?,
             outcome,
             is_error,
+            stopped,
         });
     }
     Ok(out)

@@ -291,7 +291,11 @@ impl Writer {
     /// this one as a crash. (A start whose run already crashed in this
     /// process, a panic waiting to be resumed, is forgiven too.)
     /// Each input whose start it counted and that no stored turn took
-    /// since has that count taken back too.
+    /// since has that count taken back too. The calls of those turns still
+    /// `started` get the close's time as their end (`ended_at`, with no
+    /// outcome): the host's stop ended them (a Shell command dies with its
+    /// process group), so the resumed turn tells the model that, not that
+    /// the host crashed (QA: crash torture).
     fn take_back_starts(&mut self) {
         if self.started.is_empty() && self.counted.is_empty() {
             return;
@@ -306,6 +310,14 @@ impl Writer {
             )?;
             for turn in &turns {
                 n += stmt.execute(params![turn.to_string()])?;
+            }
+            let mut stmt = self.conn.prepare_cached(
+                "UPDATE tool_calls SET ended_at = ?2
+                 WHERE turn_id = ?1 AND status = 'started' AND ended_at IS NULL",
+            )?;
+            let now = self.clock.now_ms();
+            for turn in &turns {
+                n += stmt.execute(params![turn.to_string(), now])?;
             }
             let mut stmt = self.conn.prepare_cached(
                 "UPDATE inbox SET starts = starts - 1
