@@ -62,6 +62,7 @@ async fn filled(store: &Store) -> Result<(), botfleet_memory::StoreError> {
                     trusted: true,
                     hop: None,
                     chain: None,
+                    asked: None,
                 },
             },
             session: key.clone(),

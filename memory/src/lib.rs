@@ -107,6 +107,7 @@ pub use record::ApprovalDecision;
 pub use record::ApprovalRecord;
 pub use record::ApprovalRequestOutcome;
 pub use record::ApprovalStatus;
+pub use record::AskedBy;
 pub use record::BotRecord;
 pub use record::CatchUp;
 pub use record::ChainOrigin;

@@ -687,6 +687,7 @@ fn hook_event(bot: &BotRecord, hook: &str, delivery: &str, text: &str) -> AdmitR
                 trusted: false,
                 hop: None,
                 chain: None,
+                asked: None,
             },
         },
         session: key,

@@ -18,6 +18,7 @@ mod api_headers;
 mod api_input;
 mod api_owner_reads;
 mod api_schema;
+mod approval_between_bots;
 mod approval_denied_again;
 mod approval_elsewhere;
 mod approval_expiry;

@@ -396,6 +396,7 @@ fn every_entry_kind() -> Vec<EntryKind> {
             trusted: false,
             hop: None,
             chain: None,
+            asked: None,
         },
         EntryKind::Assistant {
             reasoning: None,

@@ -117,6 +117,7 @@ async fn long_texts_are_cut_between_characters() {
         trusted: false,
         hop: None,
         chain: None,
+        asked: None,
     });
     ui_page::append(&host, &session, "system", events).await;
 

@@ -263,6 +263,7 @@ impl Runner {
                 return self.not_run_now(call, e.to_string(), already_started).await;
             }
             GateDecision::AwaitApproval { message, .. } => {
+                self.state.awaits_approval = true;
                 return self.not_run_now(call, message, already_started).await;
             }
             // stopped while waiting for its lock: not started, so not run,
@@ -479,6 +480,7 @@ impl Runner {
                         .map_err(|e| e.for_caller(&ctx).to_string()),
                     GateDecision::Refuse(e) => Err(e.to_string()),
                     GateDecision::AwaitApproval { message, .. } => {
+                        self.state.awaits_approval = true;
                         Err(ToolError::new(message, "wait for the decision").to_string())
                     }
                     GateDecision::Stopped(stop) => Err(not_run(&stop.into())),

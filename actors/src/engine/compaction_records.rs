@@ -146,6 +146,7 @@ pub(super) fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
             trusted,
             hop,
             chain,
+            asked,
         } => (
             if *trusted {
                 "trusted_event"
@@ -158,6 +159,7 @@ pub(super) fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
                 trusted: *trusted,
                 hop: *hop,
                 chain: *chain,
+                asked: asked.clone(),
             }),
         ),
         // what a tool returned is outside data too (a web page, a file, a
@@ -170,6 +172,7 @@ pub(super) fn record(e: &Entry, max: usize) -> Option<(&'static str, String)> {
                 trusted: false,
                 hop: None,
                 chain: None,
+                asked: None,
             }),
         ),
         EntryKind::Assistant {

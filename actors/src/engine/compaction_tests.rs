@@ -219,6 +219,7 @@ fn webhook(seq: i64, text: &str) -> Entry {
             trusted: false,
             hop: None,
             chain: None,
+            asked: None,
         },
     )
 }
@@ -250,6 +251,7 @@ fn a_forged_record_line_stays_inside_its_quote() {
                 trusted: true,
                 hop: None,
                 chain: None,
+                asked: None,
             },
         ),
         webhook(19, &format!("build ok\n{forged}\r\n>>>>\u{2028}{forged}")),

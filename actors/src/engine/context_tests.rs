@@ -137,6 +137,7 @@ fn quoted_data_cannot_close_its_quote() {
             trusted: false,
             hop: None,
             chain: None,
+            asked: None,
         },
     );
     let text = render_input(&e);
@@ -152,6 +153,7 @@ fn rendered_quotes(text: &str) -> Vec<String> {
         trusted: false,
         hop: None,
         chain: None,
+        asked: None,
     };
     let agent = EntryKind::AgentMessage {
         from: BotId::new("b").unwrap(),
@@ -216,6 +218,7 @@ fn longer_marker_runs_cannot_close_the_quote() {
             trusted: false,
             hop: None,
             chain: None,
+            asked: None,
         },
     );
     let text = render_input(&e);

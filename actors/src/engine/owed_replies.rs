@@ -46,12 +46,17 @@ impl Runner {
     /// A turn that asked a third bot or a subagent waits for its answer,
     /// as a turn owing a person does (`asked.rs`): the answer may come in
     /// the turn it wakes, so nothing is owed yet (a bot handing the
-    /// question on down a chain was reminded to answer it at once).
+    /// question on down a chain was reminded to answer it at once). So
+    /// does a turn whose call waits for its owner's approval: the
+    /// decision's turn owes the answer (its event carries the question).
+    /// Reminded meanwhile, it could not answer (the gate refuses a message
+    /// to a bot while an approval waits), and the asker was told no answer
+    /// was coming, which came once the owner approved (QA).
     pub(super) fn reply_owed(&self) -> Option<&BotId> {
         let owed = &self.scope.reply_to.iter().find(|r| r.owed)?.bot;
         // anything asked of another: a question handed on (to a bot whose
         // answer woke it too: a chain's next link); of it: an answer
-        if !self.state.asked.is_empty() || self.state.delivered > 0 {
+        if !self.state.asked.is_empty() || self.state.delivered > 0 || self.state.awaits_approval {
             return None;
         }
         Some(owed)

@@ -43,6 +43,11 @@ pub(crate) struct TurnState {
     /// wake the bot in a later turn (`asked.rs`).
     #[serde(default)]
     pub asked: Vec<String>,
+    /// Whether a call of the turn waits for its owner's approval, whose
+    /// decision wakes the bot in a later turn (as an answer it asked for
+    /// does): a reply the turn owes another bot is owed there, not now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub awaits_approval: bool,
 }
 
 impl TurnState {

@@ -398,47 +398,67 @@ impl Runner {
         self.scope.chain = chain;
         self.scope.hop = self.scope.hop.max(hop);
         for e in inputs {
-            if let EntryKind::AgentMessage {
-                from,
-                reply_session,
-                answers,
-                ..
-            } = &e.kind
-            {
-                // a question lands in the bot's own conversation with its
-                // sender (an answer goes where the bot asked from), where
-                // SendMessage goes back to the sender
-                let key = &self.scope.session.key;
-                let owed = !answers
-                    && *from != self.bot.id
-                    && key.kind == SessionKind::Agent
-                    && key.peer == from.as_str();
-                let session = reply_session.unwrap_or_else(|| {
-                    SessionKey {
-                        bot: from.clone(),
-                        kind: SessionKind::Agent,
-                        peer: self.bot.id.to_string(),
-                    }
-                    .id()
-                });
-                match self
-                    .scope
-                    .reply_to
-                    .iter_mut()
-                    .find(|r| r.bot == *from && r.session == session)
-                {
-                    Some(known) => {
-                        known.asked_at = known.asked_at.min(e.created_at);
-                        known.owed |= owed;
-                    }
-                    None => self.scope.reply_to.push(ReplyTo {
-                        bot: from.clone(),
-                        session,
-                        asked_at: e.created_at,
-                        owed,
-                    }),
+            match &e.kind {
+                EntryKind::AgentMessage {
+                    from,
+                    reply_session,
+                    answers,
+                    ..
+                } => {
+                    let session = reply_session.unwrap_or_else(|| {
+                        SessionKey {
+                            bot: from.clone(),
+                            kind: SessionKind::Agent,
+                            peer: self.bot.id.to_string(),
+                        }
+                        .id()
+                    });
+                    self.note_reply_to(from, session, e.created_at, !answers);
                 }
+                // an approval's decision, in a conversation with another
+                // bot, carries that bot's question the asking turn worked
+                // on: still owed, and answered where it was asked
+                EntryKind::Event {
+                    asked: Some(asked), ..
+                } => self.note_reply_to(&asked.bot, asked.session, asked.at, true),
+                _ => {}
             }
+        }
+    }
+
+    /// Notes that `from` asked, at `asked_at`, for replies to go to its
+    /// `session`; `question`: what it wrote is owed a reply.
+    fn note_reply_to(
+        &mut self,
+        from: &botfleet_memory::BotId,
+        session: SessionId,
+        asked_at: i64,
+        question: bool,
+    ) {
+        // a question lands in the bot's own conversation with its
+        // sender (an answer goes where the bot asked from), where
+        // SendMessage goes back to the sender
+        let key = &self.scope.session.key;
+        let owed = question
+            && *from != self.bot.id
+            && key.kind == SessionKind::Agent
+            && key.peer == from.as_str();
+        match self
+            .scope
+            .reply_to
+            .iter_mut()
+            .find(|r| r.bot == *from && r.session == session)
+        {
+            Some(known) => {
+                known.asked_at = known.asked_at.min(asked_at);
+                known.owed |= owed;
+            }
+            None => self.scope.reply_to.push(ReplyTo {
+                bot: from.clone(),
+                session,
+                asked_at,
+                owed,
+            }),
         }
     }
 

@@ -250,6 +250,7 @@ impl<'a> Asked<'a> {
                     // person
                     hop: Some(self.hop.saturating_add(1)),
                     chain: self.chain,
+                    asked: None,
                 },
             },
             session: self.key,

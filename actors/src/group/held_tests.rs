@@ -54,6 +54,7 @@ fn input(session: SessionId, room: &str) -> Mutation {
             trusted: false,
             hop: None,
             chain: None,
+            asked: None,
         },
     )
 }

@@ -480,6 +480,7 @@ impl GroupState {
                 trusted: false,
                 hop: None,
                 chain: None,
+                asked: None,
             },
         };
         let req = AdmitRequest {

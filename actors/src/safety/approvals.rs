@@ -27,6 +27,7 @@ use botfleet_memory::ApprovalDecision;
 use botfleet_memory::ApprovalId;
 use botfleet_memory::ApprovalRecord;
 use botfleet_memory::ApprovalStatus;
+use botfleet_memory::AskedBy;
 use botfleet_memory::BotId;
 use botfleet_memory::BotRecord;
 use botfleet_memory::EntryId;
@@ -37,7 +38,9 @@ use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewEntry;
 use botfleet_memory::Priority;
+use botfleet_memory::SessionKey;
 use botfleet_memory::SessionKind;
+use botfleet_memory::SessionRecord;
 use botfleet_memory::StoreError;
 use botfleet_memory::SubagentStatus;
 use botfleet_memory::UserId;
@@ -148,22 +151,40 @@ fn not_pending_hint(status: ApprovalStatus, expired_by: Option<ExpiryCause>) -> 
     }
 }
 
+/// What the decision's event continues of the turn that asked for an
+/// approval ([`asking_origin`]).
+#[derive(Debug, Default)]
+struct AskingOrigin {
+    hop: Option<u32>,
+    chain: Option<botfleet_memory::ChainOrigin>,
+    /// The question of the conversation's other bot the turn worked on.
+    asked: Option<AskedBy>,
+}
+
 /// The hop and chain of the turn that asked for `record`, which its
 /// decision's event continues: as a new origin at hop 0, the decision
 /// gave a chain between bots its budgets again (`runtime.max_hops`,
 /// `runtime.max_chain_messages`), and a cut-off of the chain was told to
-/// nobody, the person's DM not being its origin (QA, 2026-12-05). `(None,
-/// None)` (an origin of its own, as before) when the turn or its inputs
-/// are not at hand.
+/// nobody, the person's DM not being its origin (QA, 2026-12-05). None
+/// (an origin of its own, as before) when the turn or its inputs are not
+/// at hand.
+///
+/// In a conversation with another bot (`session`), also the newest
+/// question of that bot among the turn's inputs: the turn the decision
+/// wakes has none of them, and its answer went where that bot's newest
+/// message in the conversation asked replies to go, sent from another of
+/// its conversations meanwhile (QA: a routine's question took the answer
+/// to the person's request, who never got it).
 async fn asking_origin(
     rt: &Runtime,
     record: &ApprovalRecord,
-) -> Result<(Option<u32>, Option<botfleet_memory::ChainOrigin>), ApprovalError> {
+    session: &SessionRecord,
+) -> Result<AskingOrigin, ApprovalError> {
     let Some(turn) = record.turn else {
-        return Ok((None, None));
+        return Ok(AskingOrigin::default());
     };
     let Some(asked) = rt.store.get_turn(turn).await? else {
-        return Ok((None, None));
+        return Ok(AskingOrigin::default());
     };
     // (a turn's inputs are gids)
     let mut inputs = Vec::with_capacity(asked.inputs.len());
@@ -171,10 +192,44 @@ async fn asking_origin(
         let found = rt.store.entries_after_gid(gid - 1, 1).await?;
         inputs.extend(found.into_iter().filter(|e| e.gid == gid));
     }
-    match crate::engine::origin_of(&inputs) {
-        (hop, Some(chain)) => Ok((Some(hop), Some(chain))),
-        (_, None) => Ok((None, None)),
-    }
+    let question = (session.key.kind == SessionKind::Agent)
+        .then(|| {
+            inputs
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EntryKind::AgentMessage {
+                        from,
+                        reply_session,
+                        answers: false,
+                        ..
+                    } if from.as_str() == session.key.peer => Some(AskedBy {
+                        bot: from.clone(),
+                        session: reply_session.unwrap_or_else(|| {
+                            SessionKey {
+                                bot: from.clone(),
+                                kind: SessionKind::Agent,
+                                peer: session.key.bot.to_string(),
+                            }
+                            .id()
+                        }),
+                        at: e.created_at,
+                    }),
+                    _ => None,
+                })
+                .max_by_key(|a| a.at)
+        })
+        .flatten();
+    Ok(match crate::engine::origin_of(&inputs) {
+        (hop, Some(chain)) => AskingOrigin {
+            hop: Some(hop),
+            chain: Some(chain),
+            asked: question,
+        },
+        (_, None) => AskingOrigin {
+            asked: question,
+            ..AskingOrigin::default()
+        },
+    })
 }
 
 /// Minutes of a TTL, for texts.
@@ -282,7 +337,7 @@ pub async fn decide(
         ApprovalDecision::Approve => "approve",
         ApprovalDecision::Deny => "deny",
     };
-    let (hop, chain) = asking_origin(rt, &record).await?;
+    let AskingOrigin { hop, chain, asked } = asking_origin(rt, &record, &session).await?;
     let event = AdmitRequest {
         source: format!("approval:{id}"),
         nonce: word.to_owned(),
@@ -305,6 +360,7 @@ pub async fn decide(
                 trusted: true,
                 hop,
                 chain,
+                asked,
             },
         },
         priority: Priority::Bot,

@@ -185,6 +185,7 @@ pub fn routine_admission(
                 trusted: true,
                 hop: None,
                 chain: None,
+                asked: None,
             },
         },
         session: key,

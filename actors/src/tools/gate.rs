@@ -59,7 +59,6 @@ use botfleet_memory::Mutation;
 use botfleet_memory::MutationResult;
 use botfleet_memory::NewApproval;
 use botfleet_memory::SessionKind;
-use botfleet_memory::UserId;
 use serde_json::Value;
 
 use super::Effect;
@@ -468,7 +467,7 @@ async fn approval_stage(
         // allowed: it may start unless a person is deciding on something
         return match pending.first() {
             None => Ok(Stage::Proceed(None)),
-            Some(p) => Err(waiting(p, pending.len(), &ctx.scope.session.owner)),
+            Some(p) => Err(waiting(p, pending.len(), ctx)),
         };
     };
     let fingerprint = action.fingerprint();
@@ -575,7 +574,11 @@ async fn approval_stage(
                     "not run: this action needs approval ({reason}), but {} approvals of yours are already waiting for a decision (the most allowed)",
                     pending.len()
                 ),
-                "wait until your owner decides on them; tell them with SendMessage what is waiting, and do not try another way meanwhile",
+                if reaches_owner(ctx) {
+                    "wait until your owner decides on them; tell them with SendMessage what is waiting, and do not try another way meanwhile"
+                } else {
+                    WAIT_ELSEWHERE
+                },
             )),
         },
         other => Err(store_failed(format!("unexpected answer {other:?}"))),
@@ -641,11 +644,29 @@ fn utc(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
+/// What a bot waiting for approvals may do outside its owner's DM, where
+/// SendMessage does not reach the owner: in a conversation with another
+/// bot it goes to that bot, and is refused too while an approval waits
+/// (QA: told to tell the owner with SendMessage, a bot did, was refused,
+/// retried until its turn failed as a loop).
+const WAIT_ELSEWHERE: &str = "wait for the decision, which wakes you here: end your turn (you may read and look things up first), and do not try another way meanwhile";
+
+/// Whether SendMessage reaches the bot's owner from this turn's
+/// conversation: in their DM, and from a routine's or a webhook's (it
+/// goes to their DM); elsewhere it goes to another bot or a room.
+fn reaches_owner(ctx: &ToolContext<'_>) -> bool {
+    matches!(
+        ctx.scope.session.key.kind,
+        SessionKind::Dm | SessionKind::Routine | SessionKind::Hook
+    )
+}
+
 /// The refusal of a side effect while `n` approvals of the bot wait,
 /// `first` the oldest. Its action is quoted only to a turn of the person
-/// who decides it (`reader`, the owner of the turn's session): what the
-/// bot asked in one person's conversation is not told in another's.
-fn waiting(first: &ApprovalRecord, n: usize, reader: &UserId) -> ToolError {
+/// who decides it (the owner of the turn's session): what the bot asked
+/// in one person's conversation is not told in another's.
+fn waiting(first: &ApprovalRecord, n: usize, ctx: &ToolContext<'_>) -> ToolError {
+    let reader = &ctx.scope.session.owner;
     let first_one = if first.owner == *reader {
         format!("{} — {}", first.id, first.summary)
     } else {
@@ -655,7 +676,11 @@ fn waiting(first: &ApprovalRecord, n: usize, reader: &UserId) -> ToolError {
         format!(
             "not run: {n} approval(s) of yours are waiting for a decision (first: {first_one}), and no new action with side effects starts until they are decided",
         ),
-        "wait for the decision; you may read and look things up meanwhile, or tell your owner with SendMessage what is waiting",
+        if reaches_owner(ctx) {
+            "wait for the decision; you may read and look things up meanwhile, or tell your owner with SendMessage what is waiting"
+        } else {
+            WAIT_ELSEWHERE
+        },
     )
 }
 

@@ -31,6 +31,7 @@ async fn routine_session(fx: &Fx, name: &str) -> SessionRecord {
         trusted: true,
         hop: None,
         chain: None,
+        asked: None,
     };
     req.session = key.clone();
     req.priority = Priority::Background;

@@ -183,6 +183,7 @@ fn input_to_child(
                 trusted: true,
                 hop: Some(hop),
                 chain: ctx.scope.chain,
+                asked: None,
             },
         },
         session: key,

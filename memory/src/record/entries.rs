@@ -38,6 +38,19 @@ pub struct ChainOrigin {
     pub entry: EntryId,
 }
 
+/// A question another bot asked, carried by an event that wakes the bot
+/// asked without the question among the turn's inputs (an approval's
+/// decision): who asked, where the answer goes, and when it was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskedBy {
+    /// The bot that asked.
+    pub bot: BotId,
+    /// Its session the answer goes to (the question's `reply_session`).
+    pub session: SessionId,
+    /// When it asked (ms since the epoch).
+    pub at: i64,
+}
+
 /// The content of a transcript entry, by kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -92,6 +105,13 @@ pub enum EntryKind {
         /// written before chains carried it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         chain: Option<ChainOrigin>,
+        /// On an approval's decision in a conversation with another bot:
+        /// that bot's question the asking turn worked on, so the turn the
+        /// decision wakes answers it where it was asked (QA: the answer
+        /// went where the bot's newest message there, sent from another
+        /// conversation, asked replies to go).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked: Option<AskedBy>,
     },
     /// Model output: internal text and tool calls.
     Assistant {

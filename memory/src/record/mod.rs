@@ -35,6 +35,7 @@ pub use collaboration::SubagentRecord;
 pub use collaboration::SubagentStatus;
 pub use collaboration::SubagentStop;
 pub use collaboration::SubagentTaskHold;
+pub use entries::AskedBy;
 pub use entries::ChainOrigin;
 pub use entries::Change;
 pub use entries::Entry;
