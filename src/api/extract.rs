@@ -173,6 +173,33 @@ pub(crate) async fn no_body(req: Request, next: Next) -> Response {
         .await
 }
 
+/// Middleware of every route: a body sent with a `Transfer-Encoding`
+/// other than `chunked` is refused `501` before it is read, and the
+/// connection closed after the answer. HTTP/1.1 knows only `chunked` (RFC
+/// 9112 §6.1: another coding is answered 501); hyper reads the chunks and
+/// ignores the rest, so `gzip, chunked` was stored as if the label were
+/// not there: a message first, then a webhook's payload, whose route did
+/// not check it (QA: the API audit).
+pub(crate) async fn known_transfer_coding(req: Request, next: Next) -> Response {
+    let Some(coding) = transfer_coding(req.headers()) else {
+        return next.run(req).await;
+    };
+    let mut refused = ApiError::UnsupportedTransferCoding(format!(
+        "the body is sent with Transfer-Encoding: {}; this host takes only `chunked`: \
+         send the body uncompressed, whole with a Content-Length or in chunks",
+        botfleet_memory::quote_short(&coding)
+    ))
+    .into_response();
+    super::mark_answer(&mut refused);
+    // as the documents say: the body, in a coding the host does not read,
+    // is not read to its end for the next request on the connection
+    refused.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    refused
+}
+
 /// Middleware of the routes that take a JSON body: one sent with a
 /// `Content-Encoding` other than `identity` is refused (`415`, saying what
 /// to send) before it is read. The host decompresses nothing: a gzipped
@@ -180,17 +207,6 @@ pub(crate) async fn no_body(req: Request, next: Next) -> Response {
 /// cause, and one labelled `br` but sent plain was stored as if the label
 /// were not there (QA).
 pub(crate) async fn uncompressed(req: Request, next: Next) -> Response {
-    if let Some(coding) = transfer_coding(req.headers()) {
-        // HTTP/1.1 knows only `chunked` (RFC 9112 §6.1: another coding
-        // is answered 501); hyper reads the chunks and ignores the rest,
-        // so `gzip, chunked` was stored as if the label were not there
-        return ApiError::UnsupportedTransferCoding(format!(
-            "the body is sent with Transfer-Encoding: {}; this host takes only `chunked`: \
-             send the JSON uncompressed, whole with a Content-Length or in chunks",
-            botfleet_memory::quote_short(&coding)
-        ))
-        .into_response();
-    }
     if let Some(coding) = content_coding(req.headers()) {
         return ApiError::UnsupportedEncoding(format!(
             "the body is sent with Content-Encoding: {}; this host takes request bodies \

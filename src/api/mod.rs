@@ -126,6 +126,7 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             body_budget::limit_bodies,
         ))
+        .layer(axum::middleware::from_fn(extract::known_transfer_coding))
         .layer(axum::middleware::map_response(api_headers))
         .with_state(state)
 }

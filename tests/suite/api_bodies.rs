@@ -239,6 +239,8 @@ async fn raw(host: &crate::support::fleet::TestHost, request: String) -> (String
     )
 }
 
+const HOOK_SECRET: &str = "a-hook-secret-of-some-length";
+
 /// A transfer coding other than `chunked` is refused, not ignored (QA:
 /// `gzip, chunked` with a plain body was stored as if the label were not
 /// there), and broken chunks are named as such (they read "error reading
@@ -248,6 +250,9 @@ async fn an_unknown_transfer_coding_and_broken_chunks_are_named() {
     let host = TestFleet::new()
         .script("s", SCRIPT)
         .bot("r", "s", &["SendMessage"])
+        .bot_lines(&format!(
+            "[[bots.hooks]]\nname = \"gh\"\nsecret = \"{HOOK_SECRET}\"\n"
+        ))
         .start()
         .await;
     let body = r#"{"text": "labelled gzip"}"#;
@@ -278,5 +283,26 @@ async fn an_unknown_transfer_coding_and_broken_chunks_are_named() {
     let (status, answer) = raw(&host, request).await;
     assert!(status.contains(" 400 "), "{status} {answer}");
     assert!(answer.contains("chunked framing is broken"), "{answer}");
+
+    // a webhook's payload too (QA: it was stored, the label ignored),
+    // signed as its hook wants, and the host closes the connection after
+    // the answer (the client asked to keep it)
+    let payload = r#"{"text": "hooked gzip"}"#;
+    let signature = botfleet::api::sign_hook(HOOK_SECRET.as_bytes(), payload.as_bytes());
+    let request = format!(
+        "POST /v1/hooks/r/gh HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         X-Botfleet-Delivery: d-te\r\nX-Botfleet-Signature: {signature}\r\n\
+         Transfer-Encoding: gzip, chunked\r\n\r\n{:x}\r\n{payload}\r\n0\r\n\r\n",
+        payload.len()
+    );
+    let (status, answer) = raw(&host, request).await;
+    assert!(status.contains(" 501 "), "{status} {answer}");
+    assert!(answer.contains("unsupported_transfer_coding"), "{answer}");
+    // nothing was admitted: the same delivery, sent plainly, is new
+    let (status, answer) = host
+        .post_hook("/v1/hooks/r/gh", Some("d-te"), Some(&signature), payload)
+        .await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["status"], "accepted", "{answer}");
     host.shutdown().await;
 }
