@@ -188,6 +188,9 @@ prompts! {
     /// The event that wakes a bot whose message another bot's turn ended
     /// without answering, even after its reminder.
     agent_no_reply => "agent_no_reply.md",
+    /// The event to a bot whose message another bot's turn failed over
+    /// for good (`{{bot}}`, `{{asked}}`, `{{error}}`).
+    agent_turn_failed_asker => "agent_turn_failed_asker.md",
     /// Notice of a turn cancelled, before it answered a person, by its
     /// owner's removal of its bot.
     turn_cancelled_removed => "turn_cancelled_removed.md",

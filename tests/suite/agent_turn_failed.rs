@@ -1,7 +1,8 @@
 //! A turn answering another bot's message fails for good: the notice in
 //! that conversation (the owner reads it) names the bot whose message it
 //! was, not "your message", which the owner never sent (soak, 2026-12-07),
-//! and offers the retry.
+//! and offers the retry; and the bot that asked hears of it where it
+//! asked from (`bot_turn_failed:<id>`), so its person is not left waiting.
 
 use botfleet_memory::BotId;
 use botfleet_memory::SessionKey;
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::TestHost;
+use crate::support::fleet::deliveries;
 
 const SCRIPT: &str = r#"
 [[rule]]
@@ -73,6 +75,32 @@ async fn a_failed_turn_over_another_bots_message_names_that_bot() {
         "{notice}"
     );
     assert!(notice["retry_turn"].is_string(), "{notice}");
+
+    // r, which asked from alice's DM, hears of it there, and can tell her
+    // (QA: the notice was only in the two bots' conversation, and the
+    // person's request hung)
+    let dm = sent["session"].as_str().unwrap();
+    let event = host
+        .wait_for(dm, |es| {
+            es.iter()
+                .find(|e| e["kind"] == "event" && e["origin"] == "bot_turn_failed:a")
+                .cloned()
+        })
+        .await;
+    let text = event["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("a's turn over your message \"please help\" failed (")
+            && text.contains("the endpoint answered 500")
+            && text.contains("unless its owner retries that turn"),
+        "{event}"
+    );
+    assert_eq!(event["trusted"], true, "{event}");
+    let es = host
+        .wait_for(dm, |es| {
+            (deliveries(es).len() == 2).then(|| serde_json::json!(es))
+        })
+        .await;
+    assert_eq!(deliveries(es.as_array().unwrap()), vec!["asked a", "ok"]);
     host.shutdown().await;
 }
 

@@ -29,6 +29,7 @@ use botfleet_memory::StoreError;
 
 use super::Runner;
 use crate::engine::unanswered::no_reply_notice;
+use crate::engine::unanswered::turn_failed_notice;
 use crate::tools::ReplyTo;
 use crate::tools::unanswered_at_budget;
 
@@ -164,6 +165,28 @@ impl Runner {
     /// could only have its message refused, so the chain's person gets the
     /// hop budget's notice instead (once per chain: none after a refusal's).
     pub(super) async fn no_reply_notices(&self) -> Result<Vec<Mutation>, StoreError> {
+        self.owed_reply_notices(None).await
+    }
+
+    /// The events that tell the bot still owed a reply, as the turn fails
+    /// for good with `error`, that its turn failed: no answer comes unless
+    /// its owner retries the turn (QA: the failure's notice was only in the
+    /// two bots' conversation, and the asker and its person waited for
+    /// good). As [`Self::no_reply_notices`] otherwise; a failure at the hop
+    /// budget's last hop tells nobody else.
+    pub(super) async fn failed_turn_notices(&self, error: &str) -> Vec<Mutation> {
+        match self.owed_reply_notices(Some(error)).await {
+            Ok(notices) => notices,
+            Err(e) => {
+                tracing::warn!(bot = %self.bot.id, turn = %self.turn, error = %e, "could not tell the asking bot the turn failed");
+                Vec::new()
+            }
+        }
+    }
+
+    /// [`Self::no_reply_notices`], or with `failed` the error of a turn
+    /// that failed, [`Self::failed_turn_notices`].
+    async fn owed_reply_notices(&self, failed: Option<&str>) -> Result<Vec<Mutation>, StoreError> {
         let Some(owed) = self.reply_owed().cloned() else {
             return Ok(Vec::new());
         };
@@ -183,12 +206,21 @@ impl Runner {
         let mut out = Vec::new();
         let mut stranded = false;
         for question in questions {
-            match no_reply_notice(&self.rt.store, &self.bot, &question, self.turn, spent).await? {
+            let notice = match failed {
+                None => {
+                    no_reply_notice(&self.rt.store, &self.bot, &question, self.turn, spent).await?
+                }
+                Some(error) => {
+                    let store = &self.rt.store;
+                    turn_failed_notice(store, &self.bot, &question, self.turn, error, spent).await?
+                }
+            };
+            match notice {
                 Some(req) => out.push(Mutation::Admit(Box::new(req))),
                 None => stranded = spent,
             }
         }
-        if stranded {
+        if stranded && failed.is_none() {
             out.extend(unanswered_at_budget(&self.tool_ctx(""), &owed).await?);
         }
         Ok(out)

@@ -250,7 +250,11 @@ impl Runner {
                 retry_turn: Some(self.turn),
             },
         );
-        self.end(TurnStatus::Failed, Some((error, notice))).await
+        // the bot that asked, still owed a reply, hears of it where it
+        // asked from (its person may be waiting)
+        let told = self.failed_turn_notices(&error).await;
+        self.end_with(TurnStatus::Failed, Some((error, notice)), told)
+            .await
     }
 
     pub(super) async fn end(

@@ -76,6 +76,7 @@ pub(crate) async fn owner_changed_notice(
             digest: "bot_owner_changed",
             nonce: "owner_changed",
             when: turn.to_string(),
+            error: None,
         },
     )
     .await
@@ -108,17 +109,14 @@ pub(crate) async fn no_reply_notice(
         store,
         answerer,
         question,
-        |asked| {
-            asked.asker.owner == answerer.owner
-                && !(budget_spent
-                    && matches!(asked.key.kind, SessionKind::Agent | SessionKind::Room))
-        },
+        |asked| asked.asker.owner == answerer.owner && asked.can_act(budget_spent),
         &prompts().agent_no_reply,
         Mark {
             origin: NO_REPLY_ORIGIN,
             digest: "bot_no_reply",
             nonce: "no_reply",
             when: turn.to_string(),
+            error: None,
         },
     )
     .await
@@ -141,6 +139,42 @@ async fn notice(
         .map(|asked| asked.event(answerer, template, mark)))
 }
 
+/// The origin of the event for a bot whose message another's turn failed
+/// over, followed by that bot's id (`owed_replies.rs`).
+const TURN_FAILED_ORIGIN: &str = "bot_turn_failed:";
+
+/// The event to the bot that wrote `question` (an `AgentMessage` to
+/// `answerer` owed a reply), saying `answerer`'s turn `turn` over it
+/// failed for good with `error`: no answer comes unless its owner retries
+/// that turn. As [`no_reply_notice`] otherwise (QA: a delegate's turn
+/// failed, its notice only in the two bots' conversation, and the asker
+/// and its person waited for good).
+pub(crate) async fn turn_failed_notice(
+    store: &Store,
+    answerer: &BotRecord,
+    question: &Entry,
+    turn: botfleet_memory::TurnId,
+    error: &str,
+    budget_spent: bool,
+) -> Result<Option<AdmitRequest>, StoreError> {
+    let error = botfleet_memory::quote_short(error);
+    notice(
+        store,
+        answerer,
+        question,
+        |asked| asked.asker.owner == answerer.owner && asked.can_act(budget_spent),
+        &prompts().agent_turn_failed_asker,
+        Mark {
+            origin: TURN_FAILED_ORIGIN,
+            digest: "bot_turn_failed",
+            nonce: "turn_failed",
+            when: turn.to_string(),
+            error: Some(error),
+        },
+    )
+    .await
+}
+
 /// What tells one notice from another: its origin (before the bot's id),
 /// the tag of its digest, its nonce's word, and what it is of (the
 /// removal's time, the turn that ended unanswered). Each notice's nonce
@@ -151,6 +185,8 @@ struct Mark {
     digest: &'static str,
     nonce: &'static str,
     when: String,
+    /// What went wrong, for a notice that says (`{{error}}`).
+    error: Option<String>,
 }
 
 /// A bot's message to another that will not be answered: who asked, what,
@@ -212,6 +248,15 @@ impl<'a> Asked<'a> {
         }))
     }
 
+    /// Whether the asker, woken by the event, can act on it: past the
+    /// answerer's spent hop budget (`budget_spent`), not in a
+    /// conversation with a bot or a room, where every message it sends is
+    /// refused (agent-load: each chain's bot before the last had its send
+    /// refused once more).
+    fn can_act(&self, budget_spent: bool) -> bool {
+        !(budget_spent && matches!(self.key.kind, SessionKind::Agent | SessionKind::Room))
+    }
+
     /// The trusted event from `answerer` that wakes the asker, in the
     /// words of `template`, told apart by `mark`.
     fn event(self, answerer: &BotRecord, template: &Template, mark: Mark) -> AdmitRequest {
@@ -219,6 +264,7 @@ impl<'a> Asked<'a> {
             .render(&[
                 ("bot", answerer.id.as_str()),
                 ("asked", &botfleet_memory::quote_short(self.text)),
+                ("error", mark.error.as_deref().unwrap_or_default()),
             ])
             .unwrap_or_default();
         let told = self.key.id().to_string();
@@ -293,6 +339,7 @@ pub(crate) async fn removal_notice(
             digest: "bot_removed",
             nonce: "removed",
             when: removed.removed_at().unwrap_or_default().to_string(),
+            error: None,
         },
     )
     .await
