@@ -140,6 +140,29 @@ steps = [ { tool = "SendToAgent", args = { agent = "r", text = "B is 2" } } ]
     let answers: Vec<&Value> = es.iter().filter(|e| e["kind"] == "agent_message").collect();
     assert_eq!(answers.len(), 2, "{answers:?}");
     assert!(answers.iter().all(|e| e["answers"] == true), "{answers:?}");
+    // B's SendToAgent is told its answer is owed no reply (QA: it was told
+    // one would arrive later, and a model waited for it); R's questions
+    // are told the replies will come
+    let result_of = |es: &[Value]| -> Vec<String> {
+        es.iter()
+            .filter(|e| e["kind"] == "tool_result" && e["name"] == "SendToAgent")
+            .map(|e| e["content"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let b_said = result_of(&theirs);
+    assert_eq!(b_said.len(), 1, "{b_said:?}");
+    assert!(
+        b_said[0].contains("it answers that bot's message, so no reply is owed and none will come"),
+        "{b_said:?}"
+    );
+    let r_said = result_of(es);
+    assert_eq!(r_said.len(), 2, "{r_said:?}");
+    assert!(
+        r_said
+            .iter()
+            .all(|c| c.ends_with("its reply will arrive later as a new message")),
+        "{r_said:?}"
+    );
     host.shutdown().await;
 }
 

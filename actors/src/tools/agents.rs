@@ -252,16 +252,17 @@ impl Tool for SendToAgent {
         )
         .await?;
         // the message's id, as the recipient's session has it: what a
-        // client matches a reply to, and the model may quote
+        // client matches a reply to, and the model may quote. An answer
+        // to the recipient's message is owed no reply: one promised kept a
+        // model waiting for it (QA)
+        let then = if is_answer(&admits) {
+            ": it answers that bot's message, so no reply is owed and none will come"
+        } else {
+            "; its reply will arrive later as a new message"
+        };
         let mut content = match admitted_id(&admits) {
-            Some(id) => format!(
-                "{DELIVERED_TO}{} as message {id}; its reply will arrive later as a new message",
-                target.id
-            ),
-            None => format!(
-                "{DELIVERED_TO}{}; its reply will arrive later as a new message",
-                target.id
-            ),
+            Some(id) => format!("{DELIVERED_TO}{} as message {id}{then}", target.id),
+            None => format!("{DELIVERED_TO}{}{then}", target.id),
         };
         // a recipient paused by its daily budget answers after the pause
         // at the earliest: the sender can tell its person, or ask another
@@ -293,6 +294,19 @@ impl Tool for SendToAgent {
 
 /// The id of the entry an admission writes, bounded by a limit or not.
 /// (The first one's, when a reply goes to several conversations.)
+/// Whether the message `admits` writes answers its recipient (goes where
+/// the recipient asked replies to go).
+fn is_answer(admits: &[Mutation]) -> bool {
+    admits.iter().any(|admit| match admit {
+        Mutation::Admit(req) => matches!(
+            req.entry.kind,
+            botfleet_memory::EntryKind::AgentMessage { answers: true, .. }
+        ),
+        Mutation::Limited(l) => is_answer(&l.within),
+        _ => false,
+    })
+}
+
 fn admitted_id(admits: &[Mutation]) -> Option<EntryId> {
     admits.iter().find_map(|admit| match admit {
         Mutation::Admit(req) => Some(req.entry.id),
