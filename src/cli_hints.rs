@@ -156,9 +156,10 @@ pub(super) fn retried_where(bot: &str, session: &str, page: &serde_json::Value) 
         Some("hook") => format!(
             "the bot answers them in the run's session: `botfleet transcript {bot} --hook {peer}`"
         ),
+        // (it named the API's route, where the CLI has `--with`: QA)
         Some("agent") => format!(
-            "{bot} answers them in its conversation with bot {peer}: read it with `GET \
-             /v1/sessions/{session}/entries`"
+            "{bot} answers them in its conversation with bot {peer}: `botfleet transcript \
+             {bot} --with {peer}`"
         ),
         _ => format!("the bot answers them in its conversation: `botfleet transcript {bot}`"),
     }
@@ -167,6 +168,18 @@ pub(super) fn retried_where(bot: &str, session: &str, page: &serde_json::Value) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A retried turn of a bot's conversation with another bot is read
+    /// with the CLI's `--with`, not the API's route (QA).
+    #[test]
+    fn a_retry_between_bots_names_the_transcript_with_the_other_bot() {
+        let page = serde_json::json!({ "kind": "agent", "peer": "lead" });
+        let hint = retried_where("researcher", "9a51", &page);
+        assert!(
+            hint.contains("`botfleet transcript researcher --with lead`") && !hint.contains("GET"),
+            "{hint}"
+        );
+    }
 
     #[test]
     fn routes_with_a_command_read_as_the_command() {
