@@ -429,6 +429,7 @@ fn room_copies_are_left_out_beside_the_timeline() -> crate::index::test_support:
         trusted: false,
         hop: None,
         chain: None,
+        asked: None,
     };
     docs.add_kind("lunch", timeline, "alice", user_text("walrus tacos"))?;
     docs.add_kind("lunch", timeline, "m1", delivery("walrus halibut"))?;

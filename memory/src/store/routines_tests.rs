@@ -58,6 +58,7 @@ fn fire(slot: i64) -> Mutation {
                 trusted: true,
                 hop: None,
                 chain: None,
+                asked: None,
             },
         },
         session: key,

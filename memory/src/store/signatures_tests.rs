@@ -64,6 +64,7 @@ fn admit(delivery: &str, body: &str) -> Mutation {
                 trusted: false,
                 hop: None,
                 chain: None,
+                asked: None,
             },
         },
         session: key,
