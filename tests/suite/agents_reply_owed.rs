@@ -10,9 +10,6 @@
 //! person it would answer once the replies came, and the person waited
 //! for good.)
 
-use botfleet_memory::BotId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use serde_json::Value;
 use serde_json::json;
 
@@ -21,6 +18,7 @@ use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 
 use super::agents::ALL;
+use super::moved_bot_agents::agent_session;
 
 /// R asks A and B; A answers with SendToAgent, B writes "B is 2" as
 /// text. `b_after_reminder` is B's rule for the reminder, if any.
@@ -84,13 +82,7 @@ steps = [ { calls = [
 
 /// B's conversation with R, on B's side.
 fn b_with_r() -> String {
-    SessionKey {
-        bot: BotId::new("b").unwrap(),
-        kind: SessionKind::Agent,
-        peer: "r".into(),
-    }
-    .id()
-    .to_string()
+    agent_session("b", "r")
 }
 
 fn reminders(entries: &[Value]) -> Vec<String> {
@@ -433,14 +425,7 @@ async fn budget_notices(host: &TestHost, dm: &str) -> Vec<String> {
 /// The events that would wake a in its conversation with r, where it
 /// asked b: written with b's turn's end, so there once that turn ended.
 async fn no_reply_events_for_a(host: &TestHost) -> Vec<Value> {
-    let a_with_r = SessionKey {
-        bot: BotId::new("a").unwrap(),
-        kind: SessionKind::Agent,
-        peer: "r".into(),
-    }
-    .id()
-    .to_string();
-    host.entries(&a_with_r)
+    host.entries(&agent_session("a", "r"))
         .await
         .into_iter()
         .filter(|e| e["origin"] == "bot_no_reply:b")

@@ -12,12 +12,10 @@
 //! meanwhile, is not told to tell the owner with SendMessage, which here
 //! goes to the other bot (and is refused too).
 
-use botfleet_memory::BotId;
-use botfleet_memory::SessionKey;
-use botfleet_memory::SessionKind;
 use serde_json::Value;
 use serde_json::json;
 
+use super::moved_bot_agents::agent_session;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
 use crate::support::fleet::deliveries;
@@ -68,16 +66,6 @@ steps = [
 ]
 "#;
 
-fn session_of(bot: &str, peer: &str) -> String {
-    SessionKey {
-        bot: BotId::new(bot).unwrap(),
-        kind: SessionKind::Agent,
-        peer: peer.into(),
-    }
-    .id()
-    .to_string()
-}
-
 fn origins(es: &[Value]) -> Vec<String> {
     es.iter()
         .filter(|e| e["kind"] == "event")
@@ -107,7 +95,7 @@ async fn the_decisions_answer_goes_where_the_question_was_asked() {
         })
         .await;
     let id = pending["id"].as_str().unwrap().to_owned();
-    let r_with_lead = session_of("r", "lead");
+    let r_with_lead = agent_session("r", "lead");
     // r's turn ended waiting: not reminded to answer, and lead not told
     // that no answer comes
     host.wait_get("/v1/bots/r/turns", |v| {
@@ -179,7 +167,7 @@ async fn the_decisions_answer_goes_where_the_question_was_asked() {
         .collect();
     assert_eq!(finals.len(), 1, "{finals:?}");
     assert!(finals[0].contains("RESULT REQ-1"), "{finals:?}");
-    let lead_with_m = host.entries(&session_of("lead", "m")).await;
+    let lead_with_m = host.entries(&agent_session("lead", "m")).await;
     assert!(
         lead_with_m
             .iter()
