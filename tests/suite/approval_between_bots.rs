@@ -136,7 +136,7 @@ async fn the_decisions_answer_goes_where_the_question_was_asked() {
         .collect();
     assert_eq!(refused.len(), 1, "{refused:#?}");
     assert!(
-        refused[0].contains("wait for the decision, which wakes you here")
+        refused[0].contains("wait for the decision, which wakes you where the approval was asked")
             && !refused[0].contains("SendMessage"),
         "{}",
         refused[0]

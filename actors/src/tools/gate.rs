@@ -649,7 +649,7 @@ fn utc(ms: i64) -> String {
 /// bot it goes to that bot, and is refused too while an approval waits
 /// (QA: told to tell the owner with SendMessage, a bot did, was refused,
 /// retried until its turn failed as a loop).
-const WAIT_ELSEWHERE: &str = "wait for the decision, which wakes you here: end your turn (you may read and look things up first), and do not try another way meanwhile";
+const WAIT_ELSEWHERE: &str = "wait for the decision, which wakes you where the approval was asked: end your turn (you may read and look things up first), and do not try another way meanwhile";
 
 /// Whether SendMessage reaches the bot's owner from this turn's
 /// conversation: in their DM, and from a routine's or a webhook's (it
