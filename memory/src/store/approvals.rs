@@ -50,6 +50,20 @@ macro_rules! newer_user_message {
     };
 }
 
+/// Whether, in a conversation between two bots, the other bot asked
+/// something new (a message that is no answer) since the approval was
+/// decided: a new request, as a person's new message is in a DM. Only a
+/// session of kind `agent` is scanned, from the approval's epoch on.
+macro_rules! newer_bot_question {
+    () => {
+        "(EXISTS (SELECT 1 FROM sessions bs WHERE bs.id = a.session_id AND bs.kind = 'agent')
+          AND EXISTS (SELECT 1 FROM entries e WHERE e.session_id = a.session_id
+                AND e.seq > a.epoch AND e.kind = 'agent_message'
+                AND e.created_at > COALESCE(a.consumed_at, a.decided_at)
+                AND COALESCE(json_extract(e.body, '$.answers'), 0) = 0))"
+    };
+}
+
 /// Whether the approval's bot is a subagent its parent stopped (a lookup
 /// of the subagents' primary key). A macro, as [`newer_user_message`].
 macro_rules! subagent_stopped {
@@ -392,7 +406,10 @@ pub(crate) fn open_of_bot(conn: &Connection, bot: &BotId, now: i64) -> Result<Ve
 /// The newest approval of `owner` in `session` that decided the action
 /// for this request of the person's, while its window lasts (the
 /// approval's TTL from the decision) and no user message came in its
-/// session since it was asked: one approved and used for the exact action
+/// session since it was asked, nor, in a conversation with another bot,
+/// a new question of that bot since the decision (QA: a used approval
+/// answered that bot's next requests "already ran", with another
+/// request's result): one approved and used for the exact action
 /// `fingerprint` (the action already ran), or one denied for it or for an
 /// action its card shows the same (`tool` and `summary`: `cat  .env` is
 /// summarised as `cat .env`). Found on the `approvals_owner` index, as
@@ -414,6 +431,8 @@ pub(crate) fn decided_in_window(
                      AND (a.fingerprint = ?3 OR (a.tool = ?5 AND a.summary = ?6))))
                AND NOT ",
             newer_user_message!(),
+            " AND NOT ",
+            newer_bot_question!(),
             " ORDER BY a.decided_at DESC LIMIT 1"
         ),
         params![
