@@ -18,6 +18,7 @@ use serde_json::json;
 use super::moved_bot_agents::agent_session;
 use crate::support::fleet::TOKEN;
 use crate::support::fleet::TestFleet;
+use crate::support::fleet::TestHost;
 use crate::support::fleet::deliveries;
 
 const SCRIPT: &str = r#"
@@ -73,6 +74,27 @@ fn origins(es: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// Alice's first pending approval, once there is one.
+async fn first_pending(host: &TestHost) -> Value {
+    host.wait_get("/v1/approvals?status=pending", |v| {
+        v["approvals"].as_array()?.first().cloned()
+    })
+    .await
+}
+
+/// Alice approves approval `id`.
+async fn approve(host: &TestHost, id: &str) {
+    let (status, body) = host
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/approvals/{id}"),
+            TOKEN,
+            Some(json!({ "decision": "approve" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
 #[tokio::test]
 async fn the_decisions_answer_goes_where_the_question_was_asked() {
     let tools = &["SendMessage", "SendToAgent", "Shell"];
@@ -89,11 +111,7 @@ async fn the_decisions_answer_goes_where_the_question_was_asked() {
     let (status, sent) = host.send("lead", "REQ-1 please", None).await;
     assert_eq!(status, 202, "{sent}");
     let dm = sent["session"].as_str().unwrap().to_owned();
-    let pending = host
-        .wait_get("/v1/approvals?status=pending", |v| {
-            v["approvals"].as_array()?.first().cloned()
-        })
-        .await;
+    let pending = first_pending(&host).await;
     let id = pending["id"].as_str().unwrap().to_owned();
     let r_with_lead = agent_session("r", "lead");
     // r's turn ended waiting: not reminded to answer, and lead not told
@@ -144,15 +162,7 @@ async fn the_decisions_answer_goes_where_the_question_was_asked() {
 
     // alice approves: r runs the action and answers REQ-1, which reaches
     // lead in her conversation, and she gets lead's final answer
-    let (status, body) = host
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/approvals/{id}"),
-            TOKEN,
-            Some(json!({ "decision": "approve" })),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    approve(&host, &id).await;
     let es = host
         .wait_for(&dm, |es| {
             deliveries(es)
@@ -206,7 +216,7 @@ steps = [
 "#;
 
 /// The approvals `status` lists of alice's.
-async fn approvals(host: &crate::support::fleet::TestHost, status: &str) -> Vec<Value> {
+async fn approvals(host: &TestHost, status: &str) -> Vec<Value> {
     let (_, listed) = host
         .get(&format!("/v1/approvals?status={status}"), TOKEN)
         .await;
@@ -230,21 +240,9 @@ async fn a_new_request_of_the_other_bot_asks_again_for_an_action_that_ran() {
         .await;
     let (_, sent) = host.send("lead", "REQ-1", None).await;
     let dm = sent["session"].as_str().unwrap().to_owned();
-    let pending = host
-        .wait_get("/v1/approvals?status=pending", |v| {
-            v["approvals"].as_array()?.first().cloned()
-        })
-        .await;
+    let pending = first_pending(&host).await;
     let id = pending["id"].as_str().unwrap().to_owned();
-    let (status, body) = host
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/approvals/{id}"),
-            TOKEN,
-            Some(json!({ "decision": "approve" })),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    approve(&host, &id).await;
     host.wait_for(&dm, |es| {
         deliveries(es)
             .iter()
@@ -259,11 +257,7 @@ async fn a_new_request_of_the_other_bot_asks_again_for_an_action_that_ran() {
     // lead's next request: r's same action waits for a new approval
     let (status, sent) = host.send("lead", "REQ-2", None).await;
     assert_eq!(status, 202, "{sent}");
-    let again = host
-        .wait_get("/v1/approvals?status=pending", |v| {
-            v["approvals"].as_array()?.first().cloned()
-        })
-        .await;
+    let again = first_pending(&host).await;
     assert_ne!(again["id"], pending["id"], "{again:#}");
     let r_with_lead = agent_session("r", "lead");
     let es = host.entries(&r_with_lead).await;
