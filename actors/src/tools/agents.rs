@@ -292,8 +292,6 @@ impl Tool for SendToAgent {
     }
 }
 
-/// The id of the entry an admission writes, bounded by a limit or not.
-/// (The first one's, when a reply goes to several conversations.)
 /// Whether the message `admits` writes answers its recipient (goes where
 /// the recipient asked replies to go).
 fn is_answer(admits: &[Mutation]) -> bool {
@@ -307,6 +305,8 @@ fn is_answer(admits: &[Mutation]) -> bool {
     })
 }
 
+/// The id of the entry an admission writes, bounded by a limit or not.
+/// (The first one's, when a reply goes to several conversations.)
 fn admitted_id(admits: &[Mutation]) -> Option<EntryId> {
     admits.iter().find_map(|admit| match admit {
         Mutation::Admit(req) => Some(req.entry.id),
