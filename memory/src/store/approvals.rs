@@ -53,14 +53,21 @@ macro_rules! newer_user_message {
 /// Whether, in a conversation between two bots, the other bot asked
 /// something new (a message that is no answer) since the approval was
 /// decided: a new request, as a person's new message is in a DM. Only a
-/// session of kind `agent` is scanned, from the approval's epoch on.
+/// session of kind `agent` is read, and only its newest 200 entries,
+/// backwards on `(session_id, seq)`: such a
+/// session has no user message, so its epoch is 0, and a scan from it
+/// read the whole conversation for each check (the trap
+/// [`newer_user_message`] names). A question further back than that,
+/// within the approval's window, is missed: the call is refused as
+/// already run, as before, never run twice.
 macro_rules! newer_bot_question {
     () => {
         "(EXISTS (SELECT 1 FROM sessions bs WHERE bs.id = a.session_id AND bs.kind = 'agent')
-          AND EXISTS (SELECT 1 FROM entries e WHERE e.session_id = a.session_id
-                AND e.seq > a.epoch AND e.kind = 'agent_message'
-                AND e.created_at > COALESCE(a.consumed_at, a.decided_at)
-                AND COALESCE(json_extract(e.body, '$.answers'), 0) = 0))"
+          AND EXISTS (SELECT 1 FROM (SELECT e.kind, e.body, e.created_at FROM entries e
+                WHERE e.session_id = a.session_id ORDER BY e.seq DESC LIMIT 200) n
+                WHERE n.kind = 'agent_message'
+                AND n.created_at > COALESCE(a.consumed_at, a.decided_at)
+                AND COALESCE(json_extract(n.body, '$.answers'), 0) = 0))"
     };
 }
 
