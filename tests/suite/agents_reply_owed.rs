@@ -439,47 +439,31 @@ async fn no_reply_events_for_a(host: &TestHost) -> Vec<Value> {
 /// message started the chain, gets the hop budget's notice instead.
 #[tokio::test]
 async fn a_silence_at_the_last_hop_between_bots_is_told_to_the_person() {
-    let (host, dm) = chain_to_the_last_hop(
-        r#"
-[[rule]]
-bot = "b"
-match = "what is B"
-steps = [ { text = "B is 2" } ]
-"#,
-    )
-    .await;
-    let notices = budget_notices(&host, &dm).await;
-    assert_eq!(notices.len(), 1, "{notices:#?}");
-    assert!(
-        notices[0].contains("b could not answer a"),
-        "{}",
-        notices[0]
-    );
-    // nothing wakes a, which could only have its own message refused
-    assert_eq!(no_reply_events_for_a(&host).await, Vec::<Value>::new());
-    host.shutdown().await;
+    told_once_and_a_not_woken(r#"{ text = "B is 2" }"#, "b could not answer a").await;
 }
 
 /// The same when b tried to answer and was refused: the refusal's notice
 /// is the one alice gets, and a is not woken either.
 #[tokio::test]
 async fn a_refused_answer_at_the_last_hop_is_told_to_the_person_once() {
-    let (host, dm) = chain_to_the_last_hop(
-        r#"
-[[rule]]
-bot = "b"
-match = "what is B"
-steps = [ { tool = "SendToAgent", args = { agent = "r", text = "B is 2" } } ]
-"#,
+    told_once_and_a_not_woken(
+        r#"{ tool = "SendToAgent", args = { agent = "r", text = "B is 2" } }"#,
+        "b could not send one more to r",
     )
+    .await;
+}
+
+/// b, at the last hop of the chain, takes `b_step` over a's question:
+/// alice gets one `hop_budget` notice, which says `told`, and nothing
+/// wakes a, which could only have its own message refused.
+async fn told_once_and_a_not_woken(b_step: &str, told: &str) {
+    let (host, dm) = chain_to_the_last_hop(&format!(
+        "\n[[rule]]\nbot = \"b\"\nmatch = \"what is B\"\nsteps = [ {b_step} ]\n"
+    ))
     .await;
     let notices = budget_notices(&host, &dm).await;
     assert_eq!(notices.len(), 1, "{notices:#?}");
-    assert!(
-        notices[0].contains("b could not send one more to r"),
-        "{}",
-        notices[0]
-    );
+    assert!(notices[0].contains(told), "{}", notices[0]);
     assert_eq!(no_reply_events_for_a(&host).await, Vec::<Value>::new());
     host.shutdown().await;
 }
